@@ -1,0 +1,1 @@
+"""Agent Memory Lab: the shared package the lessons import."""

@@ -1,0 +1,234 @@
+"""The model layer: which model, what it costs, and how a client is made.
+
+Every lesson talks to Claude through `make_client()`, which returns the real
+`anthropic.Anthropic` client in one of three modes:
+
+- replay (the default): the client's HTTP transport answers each request from a
+  response stored in data/responses/, found by the request's canonical content.
+  No key, no network, the same answer every run.
+- live: `LAB_LIVE=1` and `ANTHROPIC_API_KEY` set. Never while nbgrader grades
+  (`NBGRADER_EXECUTION` is set then), so grading never costs money.
+- record: `LAB_RECORD=1` on top of live: every answer is also stored, with its
+  provenance, so the next run can replay it.
+
+Live spending is counted from each answer's `usage` and capped by `LAB_MAX_USD`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import anthropic
+import httpx2
+
+from lab_utils.paths import DATA_DIR
+
+DEFAULT_MODEL = "claude-haiku-5-5"
+MODEL = os.environ.get("LAB_MODEL", DEFAULT_MODEL)
+RESPONSES_DIR = DATA_DIR / "responses"
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+
+# List prices in USD per million tokens; cache writes cost 1.25x input, reads 0.1x.
+PRICES = {
+    "claude-haiku-5-5": Price(1.00, 5.00, 1.25, 0.10),
+    "claude-sonnet-5-5": Price(3.00, 15.00, 3.75, 0.30),
+    "claude-opus-5-5": Price(5.00, 25.00, 6.25, 0.50),
+}
+
+
+class LiveModeRefused(RuntimeError):
+    """Live calls were asked for where they are not allowed."""
+
+
+def price(model: str = MODEL) -> Price:
+    try:
+        return PRICES[model]
+    except KeyError:
+        raise KeyError(f"no price known for model {model!r}; add it to lab_utils.llm.PRICES") from None
+
+
+def cost_usd(usage, model: str = MODEL) -> float:
+    """The cost of one answer from its `usage` (an SDK Usage object or a dict)."""
+    u = usage if isinstance(usage, dict) else usage.model_dump()
+    p = price(model)
+    return (
+        (u.get("input_tokens") or 0) * p.input
+        + (u.get("output_tokens") or 0) * p.output
+        + (u.get("cache_creation_input_tokens") or 0) * p.cache_write
+        + (u.get("cache_read_input_tokens") or 0) * p.cache_read
+    ) / 1_000_000
+
+
+def mode() -> str:
+    """'replay', 'live' or 'record', from the environment."""
+    if os.environ.get("LAB_LIVE") != "1":
+        return "replay"
+    if os.environ.get("NBGRADER_EXECUTION"):
+        return "replay"  # grading is always offline, whatever the grader's shell says
+    return "record" if os.environ.get("LAB_RECORD") == "1" else "live"
+
+
+def describe_mode() -> str:
+    """One line a notebook prints so the reader knows where answers come from."""
+    m = mode()
+    if m == "replay":
+        return f"model layer: replay (offline, stored answers from data/responses/, model {MODEL})"
+    return f"model layer: {m} (calls {MODEL}; spending cap USD {spending_cap():.2f})"
+
+
+# -- canonical requests and the stored answers ------------------------------------------
+
+def canonical(body: dict) -> str:
+    """The request as one stable string: the key stored answers are found by."""
+    return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def request_key(body: dict) -> str:
+    return hashlib.sha256(canonical(body).encode()).hexdigest()[:24]
+
+
+@lru_cache(maxsize=None)
+def _stored(directory: Path) -> dict[str, dict]:
+    answers: dict[str, dict] = {}
+    for path in sorted(directory.glob("*.json")):
+        for entry in json.loads(path.read_text(encoding="utf-8")):
+            answers[request_key(entry["request"])] = entry
+    return answers
+
+
+def stored_answers(directory: Path = RESPONSES_DIR) -> dict[str, dict]:
+    """Every stored answer under `directory`, by request key."""
+    return _stored(Path(directory))
+
+
+def store_answer(request: dict, response: dict, provenance: str, file: Path, note: str = "") -> str:
+    """Add one request/answer pair to a response file; returns the request key.
+
+    `provenance` is "recorded" for answers the model gave, "authored" for answers
+    written by hand to show a behaviour offline.
+    """
+    if provenance not in ("recorded", "authored"):
+        raise ValueError(f"provenance must be 'recorded' or 'authored', not {provenance!r}")
+    file = Path(file)
+    entries = json.loads(file.read_text(encoding="utf-8")) if file.exists() else []
+    key = request_key(request)
+    entries = [e for e in entries if request_key(e["request"]) != key]
+    entry = {"key": key, "provenance": provenance, "stored_at": dt.date.today().isoformat()}
+    if note:
+        entry["note"] = note
+    entries.append({**entry, "request": request, "response": response})
+    file.write_text(json.dumps(entries, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    _stored.cache_clear()
+    return key
+
+
+def _error(status: int, kind: str, message: str) -> httpx2.Response:
+    return httpx2.Response(status, json={"type": "error", "error": {"type": kind, "message": message}})
+
+
+def _first_words(body: dict) -> str:
+    for message in body.get("messages", []):
+        content = message.get("content")
+        text = content if isinstance(content, str) else " ".join(
+            part.get("text", "") for part in content if isinstance(part, dict))
+        return " ".join(text.split())[:80]
+    return ""
+
+
+def replay_handler(directory: Path = RESPONSES_DIR):
+    """An httpx2 handler answering Messages requests from stored answers."""
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        entry = stored_answers(directory).get(request_key(body))
+        if entry is None:
+            return _error(404, "not_found_error", (
+                f"No stored response for this request (key {request_key(body)}, "
+                f"model {body.get('model')}, message starting {_first_words(body)!r}). "
+                "Offline mode only replays answers stored in data/responses/. To ask the "
+                "model itself, run with LAB_LIVE=1 and ANTHROPIC_API_KEY set; add LAB_RECORD=1 "
+                "to store its answer for offline runs."))
+        return httpx2.Response(200, json=entry["response"])
+
+    return handle
+
+
+# -- live calls: counted, capped, optionally recorded ------------------------------------
+
+def spending_cap() -> float:
+    return float(os.environ.get("LAB_MAX_USD", "1.00"))
+
+
+@dataclass
+class Meter:
+    """Live spending in this process."""
+
+    calls: int = 0
+    usd: float = 0.0
+
+
+METER = Meter()
+
+
+class LiveTransport(httpx2.BaseTransport):
+    """The network transport, with the spending cap and (in record mode) storage."""
+
+    def __init__(self, record_file: Path | None) -> None:
+        self._inner = httpx2.HTTPTransport()
+        self._record_file = record_file
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        if METER.usd >= spending_cap():
+            return _error(429, "rate_limit_error", (
+                f"Spending cap reached: USD {METER.usd:.4f} spent of LAB_MAX_USD={spending_cap():.2f}."))
+        response = self._inner.handle_request(request)
+        if response.status_code != 200:
+            return response
+        data = json.loads(response.read())
+        body = json.loads(request.content)
+        METER.calls += 1
+        METER.usd += cost_usd(data.get("usage", {}), body.get("model", MODEL))
+        if self._record_file is not None:
+            store_answer(body, data, "recorded", self._record_file)
+        return httpx2.Response(200, json=data)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def make_client(*, timeout: float = 60.0, responses_dir: Path = RESPONSES_DIR) -> anthropic.Anthropic:
+    """The anthropic client for the current mode. No silent retries in any mode."""
+    m = mode()
+    if m == "replay":
+        transport: httpx2.BaseTransport = httpx2.MockTransport(replay_handler(responses_dir))
+        # The SDK insists on a key; this placeholder never leaves the process.
+        return anthropic.Anthropic(api_key="replay-mode-no-key", max_retries=0, timeout=timeout,
+                                   http_client=httpx2.Client(transport=transport))
+    key = os.environ.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise LiveModeRefused("LAB_LIVE=1 needs ANTHROPIC_API_KEY in the environment; "
+                              "unset LAB_LIVE to run offline from stored answers.")
+    record_file = Path(responses_dir) / "recorded.json" if m == "record" else None
+    return anthropic.Anthropic(api_key=key, max_retries=0, timeout=timeout,
+                               http_client=httpx2.Client(transport=LiveTransport(record_file)))
+
+
+def text_of(message) -> str:
+    """The text blocks of a Message, joined."""
+    return "".join(block.text for block in message.content if block.type == "text")

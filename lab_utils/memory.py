@@ -1,0 +1,196 @@
+"""Long-term memory for the support agent: records, and a store that survives a restart.
+
+The store is an in-memory list plus an append-only JSONL file. Reading is retrieval:
+BM25 over the memories, top-k, and a minimum score under which the honest answer is
+"no relevant memories". This is the naive version of lesson 01: `remember_raw` stores
+whatever it is given; lab_utils.rules adds the disciplined write.
+
+The file is safe to share: appends and rewrites hold a lock, a writer first reads what
+other processes appended, a rewrite is atomic (temp file + replace), and a torn last line
+left by a killed writer is set aside in `<file>.torn` and reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+import warnings
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from lab_utils.retrieval import BM25Index
+
+KINDS = ("episode", "fact")
+
+# BM25Okapi scores in a small store are small: a query term that occurs in half the
+# memories or more gets a floored IDF and adds almost nothing. A hit made only of such
+# terms stays below 0.5; a hit that shares one distinctive term with the query is above it.
+MIN_SCORE = 0.5
+
+NOTHING = "no relevant memories"
+
+_FIELDS = {"id": str, "kind": str, "text": str, "source": str, "ts": (int, float), "verified": bool}
+
+
+@dataclass
+class Memory:
+    id: str
+    kind: str  # "episode" (what happened) or "fact" (what is true)
+    text: str
+    source: str  # provenance: the ticket the memory came from
+    ts: float
+    verified: bool = False
+
+
+class MemoryFileError(ValueError):
+    """A line of a memory file that cannot be a Memory."""
+
+
+class TornLineWarning(UserWarning):
+    """The file ended in a partial line; it was set aside, not lost."""
+
+
+def memory_from_json(line: str, where: str) -> Memory:
+    """Parse one JSONL line into a Memory, naming `where` and the field in any error."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise MemoryFileError(f"{where}: not valid JSON ({err.msg})") from None
+    if not isinstance(data, dict):
+        raise MemoryFileError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    for name, kind in _FIELDS.items():
+        if name not in data and name != "verified":
+            raise MemoryFileError(f"{where}: missing field {name!r}")
+        if name in data and (not isinstance(data[name], kind) or isinstance(data[name], bool) != (kind is bool)):
+            raise MemoryFileError(f"{where}: field {name!r} has the wrong type ({type(data[name]).__name__})")
+    extra = set(data) - set(_FIELDS)
+    if extra:
+        raise MemoryFileError(f"{where}: unknown field(s) {sorted(extra)}")
+    if data["kind"] not in KINDS:
+        raise MemoryFileError(f"{where}: kind must be one of {KINDS}, not {data['kind']!r}")
+    return Memory(**data)
+
+
+class MemoryStore:
+    def __init__(self, path: str | Path, min_score: float = MIN_SCORE) -> None:
+        self.path = Path(path)
+        self.min_score = min_score
+        self.items: list[Memory] = []
+        self._index = BM25Index()
+        self._read_upto = 0  # bytes of the file already in self.items
+        self._lines_read = 0
+        self._seq = 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._locked():
+            self._read_new_lines()
+
+    # -- the file ---------------------------------------------------------------------
+
+    @contextmanager
+    def _locked(self):
+        # A side file carries the lock, because a rewrite replaces the data file itself.
+        with open(f"{self.path}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _read_new_lines(self) -> None:
+        """Take in what was appended since the last read (by us or another process)."""
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as f:
+            f.seek(self._read_upto)
+            new = f.read()
+        complete, _, torn = new.rpartition(b"\n")
+        if torn:
+            self._set_aside(torn)
+        lines = complete.split(b"\n") if complete else []
+        parsed = []
+        for n, raw in enumerate(lines, start=self._lines_read + 1):
+            where = f"{self.path}, line {n}"
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise MemoryFileError(f"{where}: not UTF-8 text") from None
+            if text.strip():
+                parsed.append(memory_from_json(text, where))
+        for m in parsed:
+            self._add(m)
+        self._read_upto += len(complete) + (1 if complete else 0)
+        self._lines_read += len(lines)
+
+    def _set_aside(self, torn: bytes) -> None:
+        aside = Path(f"{self.path}.torn")
+        with open(aside, "ab") as f:
+            f.write(torn + b"\n")
+        # Safe under the lock: whole lines are appended under it, so only a killed writer tears one.
+        os.truncate(self.path, self.path.stat().st_size - len(torn))
+        warnings.warn(f"{self.path}: the last line was incomplete ({len(torn)} bytes, a writer "
+                      f"was probably killed mid-append); it was set aside in {aside}",
+                      TornLineWarning, stacklevel=3)
+
+    def _add(self, m: Memory) -> None:
+        self.items.append(m)
+        self._index.add(m.id, m.text)
+        number = m.id.rsplit("-", 1)[-1]
+        self._seq = max(self._seq, int(number) if number.isdigit() else 0)
+
+    def _append(self, kind: str, text: str, source: str, verified: bool = False) -> Memory:
+        """Store one new memory: a fresh id, one line appended in one write."""
+        with self._locked():
+            self._read_new_lines()
+            m = Memory(f"m-{self._seq + 1:03d}", kind, text, source, time.time(), verified)
+            line = (json.dumps(asdict(m), ensure_ascii=False) + "\n").encode("utf-8")
+            with open(self.path, "ab") as f:
+                f.write(line)
+            self._read_upto += len(line)
+            self._lines_read += 1
+            self._add(m)
+        return m
+
+    def _rewrite(self, keep: list[Memory]) -> int:
+        """Replace the file by `keep`, atomically; returns how many memories left."""
+        with self._locked():
+            self._read_new_lines()
+            keep_ids = {m.id for m in keep}
+            gone = {m.id for m in self.items} - keep_ids
+            kept = [m for m in self.items if m.id in keep_ids]
+            data = "".join(json.dumps(asdict(m), ensure_ascii=False) + "\n" for m in kept).encode("utf-8")
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+            self.items = kept
+            self._index.remove(gone)
+            self._read_upto = len(data)
+            self._lines_read = len(kept)
+        return len(gone)
+
+    # -- writing and reading ----------------------------------------------------------
+
+    def remember_raw(self, text: str, source: str) -> str:
+        """The naive write: every observation goes in, as an episode."""
+        return f"stored {self._append('episode', text, source).id}"
+
+    def scored_search(self, query: str, k: int = 3) -> list[tuple[Memory, float]]:
+        """The top-k memories with their BM25 scores, before the minimum score."""
+        by_id = {m.id: m for m in self.items}
+        return [(by_id[i], s) for i, s in self._index.search(query, k)]
+
+    def search(self, query: str, k: int = 3) -> list[Memory]:
+        """The top-k memories that reach the minimum score."""
+        return [m for m, s in self.scored_search(query, k) if s >= self.min_score]
+
+    def recall(self, query: str, k: int = 3) -> str:
+        """What the agent reads: memories with provenance, or an honest 'nothing'."""
+        found = self.search(query, k)
+        if not found:
+            return NOTHING
+        return "\n".join(f"[{m.id} <- {m.source}] {m.text}" for m in found)
