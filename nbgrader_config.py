@@ -1,13 +1,11 @@
-"""nbgrader settings for the course: solutions/ is the source, lessons/ the release."""
+"""nbgrader settings for the course (solutions/ is the source, lessons/ the release).
+
+The settings live in lab_utils.course, so `nbgrader ...` and `make release|autograde|...`
+always agree.
+"""
 
 from pathlib import Path
 
-c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
+from lab_utils.course import configure
 
-c.CourseDirectory.root = str(Path(__file__).resolve().parent)
-c.CourseDirectory.course_id = "agent-memory-lab"
-c.CourseDirectory.source_directory = "solutions"
-c.CourseDirectory.release_directory = "lessons"
-# Graded notebooks run offline: lab_utils replays stored model answers while
-# NBGRADER_EXECUTION is set, so a grader never spends money or needs a key.
-c.ExecutePreprocessor.timeout = 120
+configure(get_config(), Path(__file__).resolve().parent)  # noqa: F821 (nbgrader provides get_config)

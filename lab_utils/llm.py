@@ -189,8 +189,8 @@ METER = Meter()
 class LiveTransport(httpx2.BaseTransport):
     """The network transport, with the spending cap and (in record mode) storage."""
 
-    def __init__(self, record_file: Path | None) -> None:
-        self._inner = httpx2.HTTPTransport()
+    def __init__(self, record_file: Path | None, inner: httpx2.BaseTransport | None = None) -> None:
+        self._inner = inner or httpx2.HTTPTransport()
         self._record_file = record_file
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:

@@ -190,7 +190,11 @@ class MemoryStore:
 
     def recall(self, query: str, k: int = 3) -> str:
         """What the agent reads: memories with provenance, or an honest 'nothing'."""
-        found = self.search(query, k)
-        if not found:
-            return NOTHING
-        return "\n".join(f"[{m.id} <- {m.source}] {m.text}" for m in found)
+        return format_recall(self.search(query, k))
+
+
+def format_recall(memories: list[Memory]) -> str:
+    """One line per memory, provenance first: `[m-001 <- t-8801] text`."""
+    if not memories:
+        return NOTHING
+    return "\n".join(f"[{m.id} <- {m.source}] {m.text}" for m in memories)

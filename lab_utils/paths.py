@@ -8,6 +8,7 @@ it is git-ignored and can be moved with the LAB_WORK_DIR environment variable
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -21,3 +22,8 @@ def work_dir(*parts: str) -> Path:
     path = base.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def load_data(*parts: str):
+    """A JSON file from data/, e.g. load_data("support", "raw_log.json")."""
+    return json.loads(DATA_DIR.joinpath(*parts).read_text(encoding="utf-8"))

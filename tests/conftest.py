@@ -1,0 +1,11 @@
+import pytest
+
+
+@pytest.fixture
+def offline(monkeypatch, tmp_path):
+    """Offline, keyless, and writing only to a temporary work folder."""
+    for name in ("ANTHROPIC_API_KEY", "LAB_LIVE", "LAB_RECORD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LAB_WORK_DIR", str(tmp_path / "work"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    return tmp_path

@@ -1,0 +1,108 @@
+"""The model layer: replay through the real SDK, clear misses, no live call without a key."""
+
+import json
+
+import anthropic
+import httpx2
+import pytest
+
+from lab_utils import llm
+
+REQUEST = {"max_tokens": 64, "messages": [{"role": "user", "content": "Say hi"}], "model": llm.MODEL}
+ANSWER = {"id": "msg_01", "type": "message", "role": "assistant", "model": llm.MODEL,
+          "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn", "stop_sequence": None,
+          "usage": {"input_tokens": 10, "output_tokens": 2, "cache_creation_input_tokens": 100,
+                    "cache_read_input_tokens": 0}}
+
+
+@pytest.fixture
+def responses(tmp_path, offline):
+    llm.store_answer(REQUEST, ANSWER, "authored", tmp_path / "hi.json", note="test answer")
+    return tmp_path
+
+
+def test_replay_returns_the_sdks_own_message(responses):
+    client = llm.make_client(responses_dir=responses)
+    message = client.messages.create(**REQUEST)
+    assert isinstance(message, anthropic.types.Message)
+    assert llm.text_of(message) == "hi"
+    assert message.usage.cache_creation_input_tokens == 100
+
+
+def test_a_request_is_found_by_its_content_not_its_key_order(responses):
+    shuffled = {"model": llm.MODEL, "messages": REQUEST["messages"], "max_tokens": 64}
+    assert llm.request_key(shuffled) == llm.request_key(REQUEST)
+    assert llm.text_of(llm.make_client(responses_dir=responses).messages.create(**shuffled)) == "hi"
+
+
+def test_a_miss_says_which_request_and_how_to_go_live(responses):
+    client = llm.make_client(responses_dir=responses)
+    with pytest.raises(anthropic.NotFoundError) as err:
+        client.messages.create(**{**REQUEST, "messages": [{"role": "user", "content": "Something new"}]})
+    message = str(err.value)
+    assert "No stored response" in message and "Something new" in message
+    assert "LAB_LIVE=1" in message and "ANTHROPIC_API_KEY" in message
+
+
+def test_live_without_a_key_is_refused(offline, monkeypatch):
+    monkeypatch.setenv("LAB_LIVE", "1")
+    with pytest.raises(llm.LiveModeRefused, match="ANTHROPIC_API_KEY"):
+        llm.make_client()
+
+
+def test_grading_is_never_live(offline, monkeypatch):
+    monkeypatch.setenv("LAB_LIVE", "1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert llm.mode() == "replay"
+
+
+def test_modes_from_the_environment(offline, monkeypatch):
+    assert llm.mode() == "replay"
+    monkeypatch.setenv("LAB_LIVE", "1")
+    assert llm.mode() == "live"
+    monkeypatch.setenv("LAB_RECORD", "1")
+    assert llm.mode() == "record"
+
+
+def test_cost_counts_cache_writes():
+    p = llm.price(llm.MODEL)
+    usage = {"input_tokens": 1000, "output_tokens": 100, "cache_creation_input_tokens": 2000,
+             "cache_read_input_tokens": 0}
+    expected = (1000 * p.input + 100 * p.output + 2000 * p.cache_write) / 1e6
+    assert llm.cost_usd(usage) == pytest.approx(expected)
+    assert p.cache_write > p.input
+
+
+def test_unknown_model_price_is_a_clear_error():
+    with pytest.raises(KeyError, match="no price known"):
+        llm.price("claude-unknown")
+
+
+def test_record_mode_stores_the_answer_and_never_the_key(offline, monkeypatch, tmp_path):
+    key = "sk-ant-secret-for-test"
+
+    def upstream(request):
+        assert key in str(request.headers.raw)  # the key travels in a header, nowhere else
+        return httpx2.Response(200, json=ANSWER)
+
+    transport = llm.LiveTransport(tmp_path / "recorded.json", inner=httpx2.MockTransport(upstream))
+    client = anthropic.Anthropic(api_key=key, max_retries=0, http_client=httpx2.Client(transport=transport))
+    assert llm.text_of(client.messages.create(**REQUEST)) == "hi"
+    stored = (tmp_path / "recorded.json").read_text()
+    assert key not in stored
+    assert json.loads(stored)[0]["provenance"] == "recorded"
+    assert llm.METER.calls >= 1
+
+
+def test_live_spending_is_capped(offline, monkeypatch):
+    monkeypatch.setenv("LAB_MAX_USD", "0")
+    transport = llm.LiveTransport(None, inner=httpx2.MockTransport(lambda r: httpx2.Response(200, json=ANSWER)))
+    client = anthropic.Anthropic(api_key="k", max_retries=0, http_client=httpx2.Client(transport=transport))
+    with pytest.raises(anthropic.RateLimitError, match="Spending cap reached"):
+        client.messages.create(**REQUEST)
+
+
+def test_no_key_in_any_stored_answer():
+    for path in llm.RESPONSES_DIR.glob("*.json"):
+        assert "sk-ant" not in path.read_text(), path
