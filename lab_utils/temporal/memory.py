@@ -1,0 +1,76 @@
+"""TemporalMemory: the in-memory store that ties the writer, the reader and deletion together.
+
+Each method takes an event (a model from `events`, or a dict in the scenario-file shape)
+and returns a result model that goes into the evaluator's trace as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from . import deletion, reader, writer
+from .config import Config
+from .deletion import DeleteResult
+from .errors import describe
+from .events import DeleteEvent, QueryEvent, WriteEvent
+from .reader import QueryResult
+from .records import Records
+from .writer import WriteResult
+
+Result = WriteResult | QueryResult | DeleteResult
+M = TypeVar("M", bound=BaseModel)
+
+
+def _parse(model: type[M], event: M | Mapping[str, Any]) -> M:
+    return event if isinstance(event, model) else model.model_validate(event)
+
+
+class TemporalMemory:
+    """One owner-partitioned store of versioned facts, read and written under one Config."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config or Config()
+        self._records: Records = ()
+        self._stored = 0  # ids are never reused, even after a delete
+
+    @property
+    def records(self) -> Records:
+        """Every stored version, oldest first. Immutable: a snapshot, safe to keep."""
+        return self._records
+
+    def write(self, event: WriteEvent | Mapping[str, Any]) -> WriteResult:
+        try:
+            event = _parse(WriteEvent, event)
+        except ValidationError as error:
+            return WriteResult(status="rejected", reason=f"malformed: {describe(error)}")
+        self._records, result = writer.write(
+            self._records, event, self.config, new_id=f"m{self._stored + 1:03d}")
+        if result.status == "stored":
+            self._stored += 1
+        return result
+
+    def query(self, event: QueryEvent | Mapping[str, Any]) -> QueryResult:
+        try:
+            event = _parse(QueryEvent, event)
+        except ValidationError as error:
+            raise ValueError(f"malformed query: {describe(error)}") from None
+        return reader.query(self._records, event, self.config)
+
+    def delete(self, event: DeleteEvent | Mapping[str, Any]) -> DeleteResult:
+        try:
+            event = _parse(DeleteEvent, event)
+        except ValidationError as error:
+            raise ValueError(f"malformed delete: {describe(error)}") from None
+        self._records, result = deletion.delete(self._records, event)
+        return result
+
+    def apply(self, event: WriteEvent | QueryEvent | DeleteEvent | Mapping[str, Any]) -> Result:
+        """Dispatch any event on its action."""
+        action = event.get("action") if isinstance(event, Mapping) else event.action
+        handlers = {"write": self.write, "query": self.query, "delete": self.delete}
+        if action not in handlers:
+            raise ValueError(f"action: expected one of {sorted(handlers)} (got {action!r})")
+        return handlers[action](event)

@@ -1,0 +1,90 @@
+"""The memory record: one version of one fact, with its owner, provenance and validity.
+
+Dates are canonical YYYY-MM-DD strings, so comparing the text compares the calendar:
+`valid_at` and the writer rely on that instead of parsing dates on every read.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated, Literal, Protocol
+
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StringConstraints,
+                      model_validator)
+
+
+def _calendar_date(text: str) -> str:
+    try:
+        parsed = date.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a real calendar date in YYYY-MM-DD form") from None
+    # fromisoformat also accepts 20260105 and week dates; only the canonical form sorts right.
+    if parsed.isoformat() != text:
+        raise ValueError(f"{text!r} is not in canonical YYYY-MM-DD form ({parsed.isoformat()})")
+    return text
+
+
+IsoDate = Annotated[str, AfterValidator(_calendar_date)]
+Text = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"\S")]
+Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+RecordId = Annotated[str, StringConstraints(pattern=r"^m\d{3,}$")]
+
+STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class MemoryRecord(BaseModel):
+    """A stored fact. Frozen: a change (closing an interval) is a new, re-validated record."""
+
+    model_config = STRICT
+
+    tenant: Text
+    user: Text
+    entity: Text
+    key: Text
+    value: Text
+    confidence: Confidence
+    source: Text
+    valid_from: IsoDate
+    schema_version: Literal[1] = 1
+    memory_type: Literal["fact"] = "fact"
+    id: RecordId
+    source_event_id: Text
+    observed_at: IsoDate
+    valid_to: IsoDate | None = None  # None: still valid, no end known yet
+    supersedes_memory_id: RecordId | None = None
+
+    @model_validator(mode="after")
+    def _interval_not_empty(self) -> MemoryRecord:
+        # Half-open [valid_from, valid_to): ending on the start day would be valid on no day.
+        if self.valid_to is not None and self.valid_to <= self.valid_from:
+            raise ValueError(
+                f"valid_to {self.valid_to} must be after valid_from {self.valid_from}")
+        return self
+
+
+class Owned(Protocol):
+    tenant: str
+    user: str
+
+
+class Scoped(Owned, Protocol):
+    entity: str
+    key: str
+
+
+Records = tuple[MemoryRecord, ...]  # a store's state: immutable, so a snapshot costs nothing
+
+
+def owner(item: Owned) -> tuple[str, str]:
+    """Who a record, fact or actor belongs to."""
+    return item.tenant, item.user
+
+
+def scope(item: Scoped) -> tuple[str, str, str, str]:
+    """The versioned slot a fact lives in: one owner's key of one entity."""
+    return item.tenant, item.user, item.entity, item.key
+
+
+def valid_at(record: MemoryRecord, at: str) -> bool:
+    """True if the record holds on day `at`: start inclusive, end exclusive."""
+    return record.valid_from <= at and (record.valid_to is None or at < record.valid_to)

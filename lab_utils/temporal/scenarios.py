@@ -1,0 +1,102 @@
+"""Scenario files: load them strictly, so a typo fails loudly instead of changing a score.
+
+A scenario is one story told to an empty memory (COURSE.md §5). A malformed file raises
+`ScenarioError` naming the file, the event (1-based, as in "future-move:event-2") and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from itertools import pairwise
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, StringConstraints, ValidationError, model_validator
+
+from ..paths import DATA_DIR
+from .errors import field_path, message
+from .events import Event, QueryEvent
+from .records import STRICT
+
+PUBLIC = DATA_DIR / "scenarios"
+HELDOUT = DATA_DIR / "scenarios_heldout"
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be used as it is."""
+
+
+class Scenario(BaseModel):
+    model_config = STRICT
+
+    id: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
+    role: Literal["search", "evaluation", "adversarial"]
+    family: Annotated[str, StringConstraints(pattern=r"^[a-z]+(_[a-z]+)*$")]
+    description: Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
+    events: list[Event] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _playable(self) -> Scenario:
+        if not any(isinstance(event, QueryEvent) for event in self.events):
+            raise ValueError("events: no query, so nothing in this scenario can be scored")
+        # observed_at comes from `at` and ranks records, so the story must move forward.
+        for n, (previous, event) in enumerate(pairwise(self.events), start=2):
+            if event.at < previous.at:
+                raise ValueError(
+                    f"event {n}, field at: {event.at} is earlier than event {n - 1} "
+                    f"({previous.at}); events must be in time order")
+        return self
+
+
+def _located(error: dict) -> str:
+    loc = list(error["loc"])
+    if not loc:  # a whole-scenario rule; its message already says where
+        return message(error)
+    if loc[0] != "events" or len(loc) < 2:
+        return f"field {field_path(loc)}: {message(error)}"
+    where = f"event {loc[1] + 1}"
+    if error["type"] == "union_tag_not_found":
+        return f"{where}, field action: missing (expected write, query or delete)"
+    if error["type"] == "union_tag_invalid":
+        return f"{where}, field action: {message(error)}"
+    return f"{where}, field {field_path(loc[3:])}: {message(error)}"  # loc[2] is the action
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ScenarioError(f"{path}: cannot read a JSON scenario: {error}") from None
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(_located(e) for e in error.errors())
+        raise ScenarioError(f"{path}: {problems}") from None
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        found = sorted(path.glob("*.json"))
+        if not found:
+            raise ScenarioError(f"{path}: no scenario files (*.json) in this folder")
+        return found
+    if path.is_file():
+        return [path]
+    raise ScenarioError(f"{path}: no such file or folder")
+
+
+def load_scenarios(paths: str | Path | Iterable[str | Path] = PUBLIC) -> list[Scenario]:
+    """Scenarios from files and folders (each *.json inside, by name); default: the public set."""
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    scenarios: list[Scenario] = []
+    seen: dict[str, Path] = {}
+    for file in (file for path in paths for file in _files(Path(path))):
+        scenario = load_scenario(file)
+        if scenario.id in seen:
+            raise ScenarioError(
+                f"{file}: id {scenario.id!r} is already used by {seen[scenario.id]}")
+        seen[scenario.id] = file
+        scenarios.append(scenario)
+    return scenarios
