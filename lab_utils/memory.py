@@ -161,7 +161,9 @@ class MemoryStore:
             gone = {m.id for m in self.items} - keep_ids
             kept = [m for m in self.items if m.id in keep_ids]
             data = "".join(json.dumps(asdict(m), ensure_ascii=False) + "\n" for m in kept).encode("utf-8")
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            # One rewriter at a time (the lock), so a fixed name is safe; a leftover from a
+            # killed rewrite is simply overwritten next time.
+            tmp = self.path.with_name(f".{self.path.name}.tmp")
             with open(tmp, "wb") as f:
                 f.write(data)
                 f.flush()
