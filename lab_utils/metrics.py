@@ -1,0 +1,178 @@
+"""How good a memory is: retrieval metrics over a gold set, and two production metrics.
+
+A gold item is a query plus the knowledge it needs, written as one or more markers:
+{"query": ..., "marker": "status filter"} or {"query": ..., "markers": ["enterprise", "kb-101"]}.
+A memory is relevant when it contains a marker, case-sensitively (`marker in memory.text`, as
+the source article checks it): the test is for the knowledge, not just the right ticket.
+An item may also name the tickets the knowledge comes from ("sources"); then a memory must
+come from one of them too. In a store full of other customers' tickets, a word like
+"confirmed" is everywhere, and only provenance tells the right memory from a lookalike.
+Rankings are what the agent reads: `store.search(query, k)`, minimum score included.
+
+recall_any@k and recall_all@k follow LongMemEval (Wu et al., 2024): a query scores 1 when
+any / all of its gold evidence is in the top k; here the evidence is the markers. recall@k is
+recall_any@k, which for a single marker is the share of queries whose top-k holds it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from statistics import fmean
+
+import pandas as pd
+
+from lab_utils.memory import Memory, MemoryStore
+
+
+def markers(item: dict) -> list[str]:
+    """The markers of a gold item, whichever of the two forms it uses."""
+    return list(item["markers"]) if "markers" in item else [item["marker"]]
+
+
+def _holds(memory: Memory, marker: str, item: dict) -> bool:
+    return marker in memory.text and ("sources" not in item or memory.source in item["sources"])
+
+
+def is_relevant(memory: Memory, item: dict) -> bool:
+    """Does the memory hold any of the knowledge the gold item asks for?"""
+    return any(_holds(memory, marker, item) for marker in markers(item))
+
+
+# -- one query, given its ranking (best first) ---------------------------------------------
+
+
+def hit_any(top: list[Memory], item: dict) -> bool:
+    return any(is_relevant(m, item) for m in top)
+
+
+def hit_all(top: list[Memory], item: dict) -> bool:
+    return all(any(_holds(m, marker, item) for m in top) for marker in markers(item))
+
+
+def reciprocal_rank(top: list[Memory], item: dict) -> float:
+    """1 / the rank of the first relevant memory; 0 if there is none."""
+    return next((1 / rank for rank, m in enumerate(top, start=1) if is_relevant(m, item)), 0.0)
+
+
+def ndcg(top: list[Memory], item: dict, n_relevant: int, k: int) -> float:
+    """nDCG@k with binary relevance: a hit at rank r is worth 1 / log2(r + 1).
+
+    The ideal ranking puts the store's `n_relevant` relevant memories first (at most k of
+    them); with none in the store the query scores 0.
+    """
+    dcg = sum(1 / math.log2(rank + 1) for rank, m in enumerate(top[:k], start=1) if is_relevant(m, item))
+    ideal = sum(1 / math.log2(rank + 1) for rank in range(1, min(k, n_relevant) + 1))
+    return dcg / ideal if ideal else 0.0
+
+
+# -- a store over a gold set -------------------------------------------------------------
+
+
+def _tops(store: MemoryStore, gold: list[dict], k: int) -> list[list[Memory]]:
+    return [store.search(item["query"], k) for item in gold]
+
+
+def _n_relevant(store: MemoryStore, item: dict) -> int:
+    return sum(is_relevant(m, item) for m in store.items)
+
+
+def recall_any_at_k(store: MemoryStore, gold: list[dict], k: int) -> float:
+    """Share of queries with at least one of their markers in the top k."""
+    return fmean(hit_any(top, item) for top, item in zip(_tops(store, gold, k), gold))
+
+
+def recall_all_at_k(store: MemoryStore, gold: list[dict], k: int) -> float:
+    """Share of queries with every one of their markers somewhere in the top k."""
+    return fmean(hit_all(top, item) for top, item in zip(_tops(store, gold, k), gold))
+
+
+def recall_at_k(store: MemoryStore, gold: list[dict], k: int) -> float:
+    """Share of queries whose top k holds a memory containing the marker."""
+    return recall_any_at_k(store, gold, k)
+
+
+def mrr(store: MemoryStore, gold: list[dict], k: int = 10) -> float:
+    """Mean reciprocal rank of the first relevant memory within the top k."""
+    return fmean(reciprocal_rank(top, item) for top, item in zip(_tops(store, gold, k), gold))
+
+
+def ndcg_at_k(store: MemoryStore, gold: list[dict], k: int) -> float:
+    """Mean nDCG@k over the gold set."""
+    tops = _tops(store, gold, k)
+    return fmean(ndcg(top, item, _n_relevant(store, item), k) for top, item in zip(tops, gold))
+
+
+def evaluate(store: MemoryStore, gold: list[dict], ks: tuple[int, ...] = (1, 3),
+             depth: int = 10) -> dict[str, float]:
+    """Every retrieval metric at once, from one search per query (top-k is a prefix of top-depth)."""
+    tops = _tops(store, gold, max(depth, *ks))
+    relevant = [_n_relevant(store, item) for item in gold]
+    row = {}
+    for k in ks:
+        row[f"recall@{k}"] = fmean(hit_any(top[:k], item) for top, item in zip(tops, gold))
+        row[f"recall_all@{k}"] = fmean(hit_all(top[:k], item) for top, item in zip(tops, gold))
+        row[f"nDCG@{k}"] = fmean(ndcg(top, item, n, k) for top, item, n in zip(tops, gold, relevant))
+    row["MRR"] = fmean(reciprocal_rank(top[:depth], item) for top, item in zip(tops, gold))
+    return row
+
+
+def poisoning_report(store: MemoryStore, queries: list[str],
+                     detectors: Mapping[str, Callable[[Memory], bool]], k: int = 3) -> pd.DataFrame:
+    """What the agent would read for each query: how many recalled memories each detector flags.
+
+    One row per query (the index), in order: "recalled" (how many memories search returned),
+    one column per detector (how many of them it flags), and "clean" (flagged by none).
+    """
+    rows = []
+    for query in queries:
+        found = store.search(query, k)
+        flags = {name: [bool(flag(m)) for m in found] for name, flag in detectors.items()}
+        clean = sum(not any(marks) for marks in zip(*flags.values())) if flags else len(found)
+        rows.append({"query": query, "recalled": len(found), **{n: sum(f) for n, f in flags.items()},
+                     "clean": clean})
+    return pd.DataFrame(rows, columns=["query", "recalled", *detectors, "clean"]).set_index("query")
+
+
+# -- production metrics ------------------------------------------------------------------
+
+
+def rejection_rate(outcomes: list[str]) -> float:
+    """Share of write candidates the rules refused (gate, dedupe, or a cap full of facts).
+
+    0 means the rules do nothing; 1 means the agent learns nothing.
+    """
+    if not outcomes:
+        raise ValueError("no write outcomes to rate")
+    return sum(not o.startswith("stored") for o in outcomes) / len(outcomes)
+
+
+@dataclass(frozen=True)
+class Step:
+    action: str
+    model_call: bool  # does this step ask the model (costs tokens and seconds)?
+
+
+# The repeated ticket t-9310 ("Export is empty AGAIN"), step by step.
+WITHOUT_MEMORY = (
+    Step("plan the triage of t-9310", model_call=True),
+    Step("read_ticket(t-9310)", model_call=False),
+    Step('search_kb("export empty file") -> kb-101', model_call=False),
+    Step("reply: ask which filters the customer applied", model_call=True),
+    Step("reply: send the kb-101 steps once the customer answers", model_call=True),
+)
+WITH_RECALL = (
+    Step('recall("C-4471 export file is empty again") -> two confirmed resolutions', model_call=False),
+    Step("reply: third time, same status filter cause, here are the kb-101 steps", model_call=True),
+)
+
+
+@dataclass(frozen=True)
+class TicketCost:
+    steps: int
+    model_calls: int
+
+
+def ticket_cost(steps: tuple[Step, ...]) -> TicketCost:
+    return TicketCost(steps=len(steps), model_calls=sum(s.model_call for s in steps))
