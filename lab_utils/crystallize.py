@@ -17,6 +17,7 @@ from typing import Literal
 import anthropic
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from lab_utils.errors import describe
 from lab_utils.llm import MODEL, make_client, text_of
 from lab_utils.memory import MemoryStore
 from lab_utils.paths import DATA_DIR
@@ -93,8 +94,7 @@ def parse_crystal(message: anthropic.types.Message) -> list[Candidate]:
     try:
         return Crystal.model_validate_json(text_of(message)).memories
     except ValidationError as err:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in err.errors())
-        raise CrystallizeError(f"the model's answer does not fit the schema ({problems}); "
+        raise CrystallizeError(f"the model's answer does not fit the schema ({describe(err)}); "
                                "nothing was stored") from None
 
 

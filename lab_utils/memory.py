@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from lab_utils.files import atomic_write_text
 from lab_utils.retrieval import BM25Index
 
 KINDS = ("episode", "fact")
@@ -160,18 +161,11 @@ class MemoryStore:
             keep_ids = {m.id for m in keep}
             gone = {m.id for m in self.items} - keep_ids
             kept = [m for m in self.items if m.id in keep_ids]
-            data = "".join(json.dumps(asdict(m), ensure_ascii=False) + "\n" for m in kept).encode("utf-8")
-            # One rewriter at a time (the lock), so a fixed name is safe; a leftover from a
-            # killed rewrite is simply overwritten next time.
-            tmp = self.path.with_name(f".{self.path.name}.tmp")
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+            text = "".join(json.dumps(asdict(m), ensure_ascii=False) + "\n" for m in kept)
+            atomic_write_text(self.path, text)
             self.items = kept
             self._index.remove(gone)
-            self._read_upto = len(data)
+            self._read_upto = len(text.encode("utf-8"))
             self._lines_read = len(kept)
         return len(gone)
 

@@ -9,12 +9,13 @@ session continues where it stopped. Same persistence as memory.jsonl, shorter li
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
+from lab_utils.errors import describe
+from lab_utils.files import atomic_write_text
 from lab_utils.paths import work_dir
 
 SESSION_FILE = "session.json"
@@ -41,13 +42,6 @@ def _path(path: str | Path | None) -> Path:
     return Path(path) if path is not None else work_dir() / SESSION_FILE
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    # A crash mid-write leaves the old file or the new one, never half of one.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def pause(state: SessionState, question: str, path: str | Path | None = None) -> str:
     """Record what the session waits for and write it to `path` (default: work/session.json)."""
     if not question.strip():
@@ -55,7 +49,7 @@ def pause(state: SessionState, question: str, path: str | Path | None = None) ->
     state.awaiting = question
     target = _path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(target, json.dumps(asdict(state), ensure_ascii=False, indent=1))
+    atomic_write_text(target, json.dumps(asdict(state), ensure_ascii=False, indent=1))
     return f"paused: waiting for human on '{question}'"
 
 
@@ -69,8 +63,7 @@ def load_session(path: str | Path | None = None) -> SessionState:
     try:
         return _STATE.validate_json(text)
     except ValidationError as err:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}" for e in err.errors())
-        raise SessionFileError(f"{source} is not a valid session ({problems})") from None
+        raise SessionFileError(f"{source} is not a valid session ({describe(err)})") from None
 
 
 def resume(answer: str, path: str | Path | None = None) -> SessionState:

@@ -13,11 +13,10 @@ the crystallize cells of lesson 03.
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from lab_utils.crystallize import Crystal, crystal_request, load_transcript
-from lab_utils.llm import MODEL, RESPONSES_DIR, canonical, request_key, store_answer
+from lab_utils.llm import RESPONSES_DIR, authored_message, store_answer
 
 OUTPUT = RESPONSES_DIR / "crystallize.json"
 NOTE = ("authored by hand for the offline course, not a recorded model answer; "
@@ -55,43 +54,13 @@ ANSWERS: dict[str, list[dict]] = {
 }
 
 
-def _tokens(text: str) -> int:
-    return max(1, round(len(text) / 4))
-
-
-def _message_id(key: str) -> str:
-    alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-    n = int(hashlib.sha256(key.encode()).hexdigest(), 16)
-    return "msg_01" + "".join(alphabet[(n >> (6 * i)) % 62] for i in range(22))
-
-
-def response_body(request: dict, answer_text: str) -> dict:
-    """A Messages API response carrying `answer_text` as its one text block."""
-    return {
-        "id": _message_id(request_key(request)),
-        "type": "message",
-        "role": "assistant",
-        "model": MODEL,
-        "content": [{"type": "text", "text": answer_text}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {
-            # The schema travels as a system prompt the API adds: count it as input.
-            "input_tokens": _tokens(canonical(request)) + 180,
-            "output_tokens": _tokens(answer_text) + 4,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-        },
-    }
-
-
 def main() -> None:
     OUTPUT.unlink(missing_ok=True)  # rebuilt from scratch, so no stale request stays behind
     for ticket, memories in ANSWERS.items():
         answer = json.dumps({"memories": memories}, ensure_ascii=False)
         Crystal.model_validate_json(answer)  # an authored answer must fit the schema it answers
         request = crystal_request(load_transcript(ticket))
-        key = store_answer(request, response_body(request, answer), "authored", OUTPUT, note=NOTE)
+        key = store_answer(request, authored_message(request, answer), "authored", OUTPUT, note=NOTE)
         print(f"{ticket}: {len(memories)} memories, key {key}")
     print(f"wrote {OUTPUT}")
 

@@ -25,7 +25,6 @@ Run from the repository root:  .venv/bin/python scripts/author_proposer_response
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 from pathlib import Path
@@ -33,7 +32,7 @@ from pathlib import Path
 import anthropic
 import httpx2
 
-from lab_utils.llm import MODEL, RESPONSES_DIR, canonical, cost_usd, request_key, store_answer
+from lab_utils.llm import MODEL, RESPONSES_DIR, authored_message, cost_usd, store_answer
 from lab_utils.proposer import SETTINGS, Decision, run_study
 
 OUTPUT = RESPONSES_DIR / "proposer.json"
@@ -120,42 +119,13 @@ SCRIPTS = {  # decisions per campaign -> the answers, in order
 }
 
 
-def _tokens(text: str) -> int:
-    return max(1, round(len(text) / 4))
-
-
-def _message_id(key: str) -> str:
-    alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-    n = int(hashlib.sha256(key.encode()).hexdigest(), 16)
-    return "msg_01" + "".join(alphabet[(n >> (6 * i)) % 62] for i in range(22))
-
-
-def response_body(request: dict, answer_text: str) -> dict:
-    return {
-        "id": _message_id(request_key(request)),
-        "type": "message",
-        "role": "assistant",
-        "model": MODEL,
-        "content": [{"type": "text", "text": answer_text}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {
-            # The schema travels as instructions the API adds: count it as input.
-            "input_tokens": _tokens(canonical(request)) + 180,
-            "output_tokens": _tokens(answer_text) + 4,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-        },
-    }
-
-
 def authoring_client(answers: list[str]) -> anthropic.Anthropic:
     """A client that answers each request with the next scripted answer and stores the pair."""
     queue = iter(answers)
 
     def handle(request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
-        response = response_body(body, next(queue))
+        response = authored_message(body, next(queue))
         store_answer(body, response, "authored", OUTPUT, note=NOTE)
         return httpx2.Response(200, json=response)
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import anthropic
 import httpx2
 
-from lab_utils.llm import RESPONSES_DIR, make_client, mode, request_key, store_answer
-from lab_utils.reflection import RUNS_DIR, Reflector, estimate_tokens, load_runs, simulate
+from lab_utils.llm import RESPONSES_DIR, authored_message, make_client, mode, store_answer
+from lab_utils.reflection import RUNS_DIR, Reflector, load_runs, simulate
 
 FILE = RESPONSES_DIR / "reflection.json"
 DEMO_AGENT = "support-en"
@@ -173,18 +173,6 @@ LINT_DEMO = {
     ]}
 
 
-def message(body: dict, answer: dict) -> dict:
-    """The Messages API answer a structured-output call returns."""
-    text = json.dumps(answer, ensure_ascii=False)
-    return {
-        "id": f"msg_authored_{request_key(body)}", "type": "message", "role": "assistant",
-        "model": body["model"], "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn", "stop_sequence": None,
-        "usage": {"input_tokens": estimate_tokens(body["system"] + body["messages"][0]["content"]),
-                  "output_tokens": estimate_tokens(text)},
-    }
-
-
 class AuthoringClient:
     """An anthropic client whose transport stores and returns the next authored answer."""
 
@@ -197,7 +185,7 @@ class AuthoringClient:
 
     def _handle(self, request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
-        response = message(body, self.answer)
+        response = authored_message(body, json.dumps(self.answer, ensure_ascii=False))
         store_answer(body, response, "authored", FILE, note=self.note)
         return httpx2.Response(200, json=response)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from lab_utils.temporal import Config
-from lab_utils.temporal.errors import describe
+from lab_utils.errors import describe
 
 from .decision import SETTINGS, Decision
 from .evaluation import config_key

@@ -15,8 +15,9 @@ from typing import Literal
 
 from pydantic import ValidationError, field_validator
 
-from lab_utils.reflection.files import atomic_write_text
-from lab_utils.reflection.records import Strict, describe
+from lab_utils.files import atomic_write_text
+from lab_utils.errors import describe
+from lab_utils.reflection.records import Strict
 from lab_utils.reflection.skills import Skill
 
 MEMO_PART_CHARS = 600

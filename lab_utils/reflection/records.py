@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, ValidationError, model_validator
 
+from lab_utils.errors import describe
 from lab_utils.paths import DATA_DIR
 
 RUNS_DIR = DATA_DIR / "runs"
@@ -81,12 +82,6 @@ class RunRecord(Strict):
 
 class RunRecordError(ValueError):
     """A run record that cannot be read; the message names the file, line and field."""
-
-
-def describe(error: ValidationError) -> str:
-    """A pydantic error as 'field.path: what is wrong', one clause per problem."""
-    return "; ".join(
-        f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in error.errors())
 
 
 def load_runs(path: Path | str = RUNS_DIR / "two_weeks") -> list[RunRecord]:

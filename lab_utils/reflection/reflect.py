@@ -24,7 +24,8 @@ from lab_utils.paths import work_dir
 from lab_utils.reflection.lint import lint_rule
 from lab_utils.reflection.memo import MEMO_PART_CHARS, MemoFileError, MemoPart, SelfMemo, load_memo, save_memo
 from lab_utils.reflection.packet import MAX_CONVERSATIONS, TOKEN_CAP, Packet, build_packet
-from lab_utils.reflection.records import RunRecord, Strict, describe
+from lab_utils.errors import describe
+from lab_utils.reflection.records import RunRecord, Strict
 from lab_utils.reflection.skills import SKILL_CAP, SKILL_NAME, Skill, SkillError, SkillStore, new_skill
 
 MAX_TOKENS = 1500

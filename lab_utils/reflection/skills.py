@@ -29,8 +29,9 @@ from typing import Iterable
 
 from pydantic import AwareDatetime, Field, ValidationError
 
-from lab_utils.reflection.files import atomic_write_text
-from lab_utils.reflection.records import Strict, describe
+from lab_utils.files import atomic_write_text
+from lab_utils.errors import describe
+from lab_utils.reflection.records import Strict
 
 SKILL_CAP = 200
 SKILL_NAME = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"  # kebab-case: also a safe file name

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from .errors import describe
+from lab_utils.errors import describe
 from .records import STRICT
 
 

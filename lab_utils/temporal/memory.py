@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from . import deletion, reader, writer
 from .config import Config
 from .deletion import DeleteResult
-from .errors import describe
+from lab_utils.errors import describe
 from .events import DeleteEvent, QueryEvent, WriteEvent
 from .reader import QueryResult
 from .records import Records

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, StringConstraints, ValidationError, model_validator
 
 from ..paths import DATA_DIR
-from .errors import field_path, message
+from lab_utils.errors import field_path, message
 from .events import Event, QueryEvent
 from .records import STRICT
 

@@ -16,7 +16,7 @@ from lab_utils.reflection import (RUNS_DIR, SCHEMA, Reflection, Reflector, SelfM
                                   SkillFileError, SkillStore, build_packet, build_request, lint_rule,
                                   load_memo, load_runs, new_skill, reflect, save_memo, simulate,
                                   system_prompt)
-from lab_utils.reflection.files import atomic_write_text
+from lab_utils.files import atomic_write_text
 from lab_utils.reflection.memo import MEMO_PART_CHARS, MemoFileError
 
 UTC = dt.timezone.utc
@@ -217,11 +217,11 @@ GOOD_RULE = "When a customer reports an empty export, always check the status fi
 
 
 @pytest.mark.parametrize("reply, problem", [
-    ("this is not JSON", "schema: record: Invalid JSON"),
+    ("this is not JSON", "schema: input: Invalid JSON"),
     (json.dumps({"summary": "s", "actions": [{"action": "create_skill", "name": "Bad Name", "description": "d",
-                                              "rules": [GOOD_RULE]}]}), "schema: actions.0.create_skill.name"),
+                                              "rules": [GOOD_RULE]}]}), "schema: actions[0].create_skill.name"),
     (json.dumps({"summary": "s", "actions": []}), "schema: actions"),
-    (json.dumps({"summary": "s", "actions": [{"action": "delete_everything"}]}), "schema: actions.0"),
+    (json.dumps({"summary": "s", "actions": [{"action": "delete_everything"}]}), "schema: actions[0]"),
     (json.dumps({"summary": "s", "actions": [
         {"action": "create_skill", "name": "new", "description": "d", "rules": [GOOD_RULE]},
         {"action": "create_skill", "name": "vague", "description": "d", "rules": ["Be careful with exports."]}]}),

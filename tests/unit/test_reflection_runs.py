@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import time
 
 import pandas as pd
@@ -56,12 +57,12 @@ GOOD = {"run_id": "x", "agent": "a", "started_at": "2026-03-02T09:00:00Z", "ende
 
 
 @pytest.mark.parametrize("change, field", [
-    ({"tool_calls": [{"name": "t", "error": "timout"}]}, "tool_calls.0.error"),  # a typo is not a real error
+    ({"tool_calls": [{"name": "t", "error": "timout"}]}, "tool_calls[0].error"),  # a typo is not a real error
     ({"outcome": None}, "outcome"),
     ({"user_edited": "yes"}, "user_edited"),  # strict: no coercion
     ({"started_at": "2026-03-02T09:00:00"}, "started_at"),  # times need a zone
     ({"colour": "red"}, "colour"),  # unknown fields are refused
-    ({"messages": [{"role": "customer", "text": "hi"}]}, "messages.0.role"),
+    ({"messages": [{"role": "customer", "text": "hi"}]}, "messages[0].role"),
     ({"skills_read": ["s"]}, "skills_read"),  # read without being shown
     ({"ended_at": "2026-03-02T08:00:00Z"}, "ended_at"),
 ])
@@ -69,13 +70,13 @@ def test_a_malformed_record_is_refused_naming_file_line_and_field(tmp_path, chan
     record = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
     path = tmp_path / "runs.jsonl"
     path.write_text(json.dumps(GOOD) + "\n" + json.dumps(record) + "\n", encoding="utf-8")
-    with pytest.raises(RunRecordError, match=r"runs\.jsonl line 2: .*" + field.replace(".", r"\.")):
+    with pytest.raises(RunRecordError, match=r"runs\.jsonl line 2: .*" + re.escape(field)):
         load_runs(path)
 
 
 def test_broken_json_and_repeated_ids_are_refused(tmp_path):
     (tmp_path / "a.jsonl").write_text(json.dumps(GOOD) + "\n{\"run_id\": \n", encoding="utf-8")
-    with pytest.raises(RunRecordError, match="a.jsonl line 2: record: Invalid JSON"):
+    with pytest.raises(RunRecordError, match="a.jsonl line 2: input: Invalid JSON"):
         load_runs(tmp_path)
     (tmp_path / "a.jsonl").write_text(json.dumps(GOOD) + "\n", encoding="utf-8")
     (tmp_path / "b.jsonl").write_text(json.dumps(GOOD) + "\n", encoding="utf-8")
