@@ -1,0 +1,149 @@
+"""The course's speed figures, measured in one run: `make bench` (or python benchmarks/bench.py).
+
+Prints one table. Ratios compare two implementations measured back to back on the same data in
+this run, so they hold on any machine; absolute times are this machine's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+from rank_bm25 import BM25Okapi
+
+from lab_utils import course, rules
+from lab_utils.memory import MemoryStore
+from lab_utils.noise import generate_tickets
+from lab_utils.paths import ROOT, load_data
+from lab_utils.text import tokenize
+
+QUERIES = [g["query"] for g in load_data("support", "gold.json")] + [
+    "export file has no rows after the filter change", "invoice copy for last month",
+    "customer asks for a callback about seats", "weekly report export is empty"]
+
+
+def timed(fn, *args, **kwargs) -> float:
+    start = time.perf_counter()
+    fn(*args, **kwargs)
+    return time.perf_counter() - start
+
+
+def raw_store(n: int, folder: Path) -> MemoryStore:
+    """A naive store of n generated raw observations."""
+    store = MemoryStore(folder / f"raw-{n}.jsonl")
+    lines = (line for t in generate_tickets(n // 4 + 1, seed=1) for line in t.raw)
+    for _, line in zip(range(n), lines):
+        store.remember_raw(line, "noise")
+    return store
+
+
+def rebuild_per_query(store: MemoryStore, query: str, k: int = 3) -> list:
+    """The baseline: index every memory again for each query, as a first version would."""
+    scores = BM25Okapi([tokenize(m.text) for m in store.items]).get_scores(tokenize(query))
+    return sorted(range(len(scores)), key=lambda i: -scores[i])[:k]
+
+
+def recall_latency(n: int, folder: Path) -> tuple[float, float]:
+    store = raw_store(n, folder)
+    store.search(QUERIES[0])  # the first query after writes refreshes the IDF table once
+    kept = statistics.mean(timed(store.search, q) for q in QUERIES)
+    rebuilt = statistics.mean(timed(rebuild_per_query, store, q) for q in QUERIES[: 3 if n > 20_000 else 8])
+    return kept, rebuilt
+
+
+def full_scan_dedupe(tokens_of: dict[str, frozenset]):
+    """The baseline dedupe: compare the new text with every memory (token sets cached)."""
+
+    def first_duplicate(store: MemoryStore, text: str, threshold: float = rules.SIM_DUP):
+        new = frozenset(tokenize(text))
+        for m in store.items:
+            old = tokens_of.get(m.id)
+            if old is None:
+                old = tokens_of[m.id] = frozenset(tokenize(m.text))
+            if new and old and len(new & old) / len(new | old) >= threshold:
+                return m
+        return None
+
+    return first_duplicate
+
+
+def disciplined_writes(n: int, folder: Path, full_scan: bool) -> float:
+    memories = [m for t in generate_tickets(n, seed=2) for m in t.memories][:n]
+    store = MemoryStore(folder / f"rules-{n}-{full_scan}.jsonl")
+    original = rules.find_duplicate
+    if full_scan:
+        rules.find_duplicate = full_scan_dedupe({})
+    try:
+        start = time.perf_counter()
+        for m in memories:
+            rules.remember(store, m["text"], m["kind"], "noise", m["verified"], cap=10**9)
+        return time.perf_counter() - start
+    finally:
+        rules.find_duplicate = original
+
+
+def lesson_times(folder: Path) -> dict[str, float]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from nbtools import LESSONS, execute, notebook_path
+
+    os.environ.pop("ANTHROPIC_API_KEY", None)
+    os.environ.pop("LAB_LIVE", None)
+    os.environ["LAB_WORK_DIR"] = str(folder / "work")
+    return {lesson: timed(execute, notebook_path("solutions", lesson), folder / lesson) for lesson in LESSONS}
+
+
+def autograde_times(folder: Path) -> dict[str, float]:
+    root = folder / "course"
+    shutil.copytree(ROOT / "solutions", root / "solutions")
+    course.release(root)
+    times = {}
+    for lesson in course.lesson_names(root):
+        target = root / "submitted" / "bench" / lesson
+        target.mkdir(parents=True)
+        shutil.copy(root / "solutions" / lesson / f"{lesson}.ipynb", target)
+        times[lesson] = timed(course.autograde, lesson, "bench", root)
+    return times
+
+
+def main() -> None:
+    warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's gradebook chatter
+    from lab_utils.proposer.campaign import run_study
+    from lab_utils.temporal import Config, evaluate, grid, load_scenarios
+
+    rows: list[tuple[str, str]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for lesson, seconds in lesson_times(folder).items():
+            rows.append((f"lesson {lesson} executes (nbclient, offline)", f"{seconds:.1f} s"))
+        for n in (1_000, 10_000, 100_000):
+            kept, rebuilt = recall_latency(n, folder)
+            rows.append((f"recall at {n:,} memories: kept index / rebuild per query",
+                         f"{kept * 1e3:.1f} ms / {rebuilt * 1e3:.0f} ms = {rebuilt / kept:.0f}x faster"))
+        indexed = disciplined_writes(10_000, folder, full_scan=False)
+        scanned = disciplined_writes(10_000, folder, full_scan=True)
+        rows.append(("10,000 disciplined writes: token index / full-scan dedupe",
+                     f"{indexed:.1f} s / {scanned:.1f} s = {scanned / indexed:.0f}x faster"))
+        scenarios = load_scenarios()
+        one = statistics.mean(timed(evaluate, Config(), scenarios) for _ in range(20))
+        rows.append(("evaluator on the 20 scenarios", f"{one * 1e3:.1f} ms"))
+        rows.append(("evaluator over the 384-configuration grid",
+                     f"{timed(lambda: [evaluate(c, scenarios) for c in grid()]):.1f} s"))
+        rows.append(("one offline campaign (3 x 4, replayed)",
+                     f"{timed(run_study, folder / 'campaign', 3, 4, 0.50):.2f} s"))
+        for lesson, seconds in autograde_times(folder).items():
+            rows.append((f"autograde one submission of {lesson}", f"{seconds:.1f} s"))
+    width = max(len(name) for name, _ in rows)
+    print(f"{'measure'.ljust(width)} | result")
+    print(f"{'-' * width}-|-{'-' * 40}")
+    for name, value in rows:
+        print(f"{name.ljust(width)} | {value}")
+
+
+if __name__ == "__main__":
+    main()
