@@ -5,8 +5,11 @@ BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 # JupyterLab refuses to run as root unless told it may (containers, CI machines).
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+# The student view, as on Binder: starts on lessons/, nbgrader's Validate button without its
+# instructor tools. postBuild installs the same folder on Binder; the browser test uses it too.
+STUDENT_VIEW := JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter_config
 
-.PHONY: lab test release autograde feedback grades bench clean
+.PHONY: lab lab-instructor test release autograde feedback grades bench clean
 
 $(READY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,8 +17,11 @@ $(READY): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(READY)
 
-lab: $(READY)  ## open the course in JupyterLab
-	$(BIN)/jupyter lab --notebook-dir=lessons $(ROOT_FLAG)
+lab: $(READY)  ## open the course in JupyterLab, as students see it
+	$(STUDENT_VIEW) $(BIN)/jupyter lab $(ROOT_FLAG)
+
+lab-instructor: $(READY)  ## JupyterLab with nbgrader's instructor tools (Formgrader, Create Assignment)
+	$(BIN)/jupyter lab $(ROOT_FLAG)
 
 test: $(READY)  ## run every test
 	$(BIN)/python -m pytest
@@ -23,14 +29,17 @@ test: $(READY)  ## run every test
 release: $(READY)  ## regenerate lessons/ from solutions/
 	$(BIN)/python -m lab_utils.course release
 
+# `make autograde LESSON=03_write_rules` (and feedback) handles one lesson only.
+ONLY := $(if $(LESSON),--lesson $(LESSON))
+
 autograde: $(READY)  ## grade every submission in submitted/<student>/<lesson>/
-	$(BIN)/python -m lab_utils.course autograde
+	$(BIN)/python -m lab_utils.course autograde $(ONLY)
 
 feedback: $(READY)  ## HTML feedback per student and lesson, in feedback/
-	$(BIN)/python -m lab_utils.course feedback
+	$(BIN)/python -m lab_utils.course feedback $(ONLY)
 
-grades: $(READY)  ## grades.csv and a per-exercise summary
+grades: $(READY)  ## grades.csv, and where the class lost points: grades_by_exercise.csv and .png
 	$(BIN)/python -m lab_utils.course grades
 
 clean:
-	rm -rf $(VENV) work gradebook.db autograded feedback grades.csv
+	rm -rf $(VENV) work artifacts/browser gradebook.db autograded feedback grades.csv grades_by_exercise.*

@@ -40,11 +40,26 @@ def errors(nb) -> list[tuple[int, dict, str]]:
             for out in cell.get("outputs", []) if out.get("output_type") == "error"]
 
 
+def stray_errors(nb) -> list[str]:
+    """Errors an unfinished lesson must not show: outside an exercise, or not NotImplementedError."""
+    return [f"cell {index} ({meta.get('grade_id', 'not an exercise')}) raised {ename}"
+            for index, meta, ename in errors(nb)
+            if not ((meta.get("solution") or meta.get("grade")) and ename == "NotImplementedError")]
+
+
 def partial_answers(lesson: str) -> dict[str, str]:
     """The fixture's answers by grade_id: sections that start with `# %% <grade_id>`."""
     text = (PARTIAL / f"{lesson}.py").read_text(encoding="utf-8")
     parts = re.split(r"^# %% (\S+)[^\n]*\n", text, flags=re.M)
     return {grade_id: body.strip() + "\n" for grade_id, body in zip(parts[1::2], parts[2::2])}
+
+
+def submit(root: Path, student: str, lesson: str, nb) -> Path:
+    """Hand a notebook in as nbgrader expects it: submitted/<student>/<lesson>/<lesson>.ipynb."""
+    path = notebook_path(f"submitted/{student}", lesson, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
 
 
 def with_answers(released: Path, answers: dict[str, str]) -> nbformat.NotebookNode:

@@ -8,7 +8,7 @@ import pytest
 
 from lab_utils import course
 from lab_utils.paths import ROOT
-from nbtools import LESSONS, notebook_path, partial_answers, with_answers
+from nbtools import LESSONS, notebook_path, partial_answers, submit, with_answers
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +25,6 @@ def test_lessons_are_what_release_makes(lesson, course_root):
     generated = json.loads(notebook_path("lessons", lesson, course_root).read_text())
     committed = json.loads(notebook_path("lessons", lesson).read_text())
     assert committed == generated, f"lessons/{lesson} is stale: run `make release` and commit"
-
-
-def submit(root, student, lesson, nb):
-    folder = root / "submitted" / student / lesson
-    folder.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, folder / f"{lesson}.ipynb")
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
