@@ -41,5 +41,8 @@ feedback: $(READY)  ## HTML feedback per student and lesson, in feedback/
 grades: $(READY)  ## grades.csv, and where the class lost points: grades_by_exercise.csv and .png
 	$(BIN)/python -m lab_utils.course grades
 
+bench: $(READY)  ## the speed figures of the README, measured in one run
+	$(BIN)/python benchmarks/bench.py
+
 clean:
 	rm -rf $(VENV) work artifacts/browser gradebook.db autograded feedback grades.csv grades_by_exercise.*
