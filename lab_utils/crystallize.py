@@ -105,8 +105,8 @@ def crystallize(transcript: str, source: str, store: MemoryStore,
     Returns one outcome per candidate ("stored m-004", "rejected: unverified claim", ...).
     The whole answer is checked first, so a bad answer stores nothing.
     """
-    if not source.strip():
-        raise ValueError("source (the ticket of the session) is required")
+    if not isinstance(source, str) or not source.strip():
+        raise ValueError(f"source (the ticket of the session) is required, not {source!r}")
     client = client or make_client()
     candidates = parse_crystal(client.messages.create(**crystal_request(transcript)))
     return [remember(store, c.text, c.kind, source, c.verified) for c in candidates]

@@ -1,4 +1,5 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of either."""
+"""Text files: atomic writes (a reader sees the old file or the new one, never half of either),
+and reads that name the file and line when the bytes are not UTF-8 text."""
 
 from __future__ import annotations
 
@@ -20,3 +21,31 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+class NotUTF8Error(ValueError):
+    """A file that should be UTF-8 text and is not; names the file and the line of the first bad byte."""
+
+    def __init__(self, path: Path, line: int, byte: int) -> None:
+        self.path, self.line = path, line
+        super().__init__(f"{path}, line {line}: not UTF-8 text (byte 0x{byte:02x}); "
+                         "was it saved in another encoding?")
+
+
+def read_utf8(path: str | Path) -> str:
+    """The text of `path`; a NotUTF8Error rather than a UnicodeDecodeError that names no file."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise NotUTF8Error(path, data.count(b"\n", 0, error.start) + 1, data[error.start]) from None
+
+
+def utf8_encodable(text: str) -> bool:
+    """Can `text` be written to a UTF-8 file? Not if it holds a lone surrogate such as '\\ud800'."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -15,13 +15,14 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import time
 import warnings
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from lab_utils.files import atomic_write_text
+from lab_utils.files import atomic_write_text, utf8_encodable
 from lab_utils.retrieval import BM25Index
 
 KINDS = ("episode", "fact")
@@ -34,6 +35,11 @@ MIN_SCORE = 0.5
 NOTHING = "no relevant memories"
 
 _FIELDS = {"id": str, "kind": str, "text": str, "source": str, "ts": (int, float), "verified": bool}
+
+# The ids the store hands out; the next one continues from the highest number, so a loaded id
+# must have a number int() can read: ASCII digits ("²".isdigit() is True, int("²") fails),
+# and not thousands of them (int() refuses more than 4300).
+_ID = re.compile(r"m-(\d{1,15})", re.ASCII)
 
 
 @dataclass
@@ -60,6 +66,8 @@ def memory_from_json(line: str, where: str) -> Memory:
         data = json.loads(line)
     except json.JSONDecodeError as err:
         raise MemoryFileError(f"{where}: not valid JSON ({err.msg})") from None
+    except RecursionError:  # e.g. 100,000 "[": the parser runs out of stack, not of input
+        raise MemoryFileError(f"{where}: not a memory (JSON nested too deeply to read)") from None
     if not isinstance(data, dict):
         raise MemoryFileError(f"{where}: expected a JSON object, got {type(data).__name__}")
     for name, kind in _FIELDS.items():
@@ -67,11 +75,16 @@ def memory_from_json(line: str, where: str) -> Memory:
             raise MemoryFileError(f"{where}: missing field {name!r}")
         if name in data and (not isinstance(data[name], kind) or isinstance(data[name], bool) != (kind is bool)):
             raise MemoryFileError(f"{where}: field {name!r} has the wrong type ({type(data[name]).__name__})")
+        # JSON may hold a lone surrogate (\ud800): it loads, but no rewrite could save it.
+        if kind is str and not utf8_encodable(data[name]):
+            raise MemoryFileError(f"{where}: field {name!r} is not valid Unicode text (a lone surrogate)")
     extra = set(data) - set(_FIELDS)
     if extra:
         raise MemoryFileError(f"{where}: unknown field(s) {sorted(extra)}")
     if data["kind"] not in KINDS:
         raise MemoryFileError(f"{where}: kind must be one of {KINDS}, not {data['kind']!r}")
+    if not _ID.fullmatch(data["id"]):
+        raise MemoryFileError(f"{where}: field 'id' must be 'm-' and up to 15 ASCII digits, not {data['id']!r}")
     return Memory(**data)
 
 
@@ -108,8 +121,6 @@ class MemoryStore:
             f.seek(self._read_upto)
             new = f.read()
         complete, _, torn = new.rpartition(b"\n")
-        if torn:
-            self._set_aside(torn)
         lines = complete.split(b"\n") if complete else []
         parsed = []
         for n, raw in enumerate(lines, start=self._lines_read + 1):
@@ -120,6 +131,10 @@ class MemoryStore:
                 raise MemoryFileError(f"{where}: not UTF-8 text") from None
             if text.strip():
                 parsed.append(memory_from_json(text, where))
+        # Every complete line parsed: only now may the torn tail leave the file. A load that
+        # refuses the file changes nothing on disk.
+        if torn:
+            self._set_aside(torn)
         for m in parsed:
             self._add(m)
         self._read_upto += len(complete) + (1 if complete else 0)
@@ -138,8 +153,7 @@ class MemoryStore:
     def _add(self, m: Memory) -> None:
         self.items.append(m)
         self._index.add(m.id, m.text)
-        number = m.id.rsplit("-", 1)[-1]
-        self._seq = max(self._seq, int(number) if number.isdigit() else 0)
+        self._seq = max(self._seq, int(_ID.fullmatch(m.id)[1]))
 
     def _append(self, kind: str, text: str, source: str, verified: bool = False) -> Memory:
         """Store one new memory: a fresh id, one line appended in one write."""

@@ -21,6 +21,7 @@ import math
 import re
 import weakref
 
+from lab_utils.files import utf8_encodable
 from lab_utils.memory import KINDS, Memory, MemoryStore
 from lab_utils.text import tokenize
 
@@ -31,15 +32,28 @@ REJECTED_UNVERIFIED = "rejected: unverified claim"
 
 # -- redact --------------------------------------------------------------------------------
 
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# Every quantifier that can meet a long run is possessive (*+, ++): no backtracking into it,
+# so redact() stays linear on a pasted blob (a megabyte without a space, a long URL, base64).
+# An email starts only where a run of its characters starts (the lookbehind): a match that
+# starts inside the run would end at the same "@" anyway, and trying each start is quadratic.
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
 
-# One pattern, two alternatives tried at the same place: a date (with an optional time) is
-# consumed first and kept, so 2026-01-05 is never read as a phone number. Otherwise a phone
-# candidate: an optional + or "(", digits, and digit groups joined by spaces, dashes, dots
-# and brackets. It may not continue an identifier (t-8801, C-4471, kb-101 stay whole).
+# What people put between the digit groups of a phone, including the non-breaking, narrow
+# no-break and thin spaces and the non-breaking and en dashes of text pasted from documents.
+_SEP = r"[ \t().\-\u00a0\u202f\u2009\u2011\u2013]"
+
+# A real-looking calendar date: month 01-12, day 01-31 (0612-34-56 is no date).
+_DATE = r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+
+# One pattern, two alternatives tried at the same place: a date is consumed first and kept, so
+# 2026-01-05 is never read as a phone number. A date with a time is kept whatever follows; a
+# bare date only if no further digit group follows it (another date may: a range), so
+# 0612-12-04-78 and 0049-10-12 34 567 are phones. Otherwise a phone candidate: an optional +
+# or "(", then digit groups joined by separators. It may not continue an identifier (t-8801,
+# C-4471, kb-101 stay whole).
 _DATE_OR_PHONE = re.compile(
-    r"(?P<date>\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b)"
-    r"|(?<![\w+\-])(?P<phone>[+(]?\d[\d \t().\-]*\d)"
+    rf"(?P<date>\b{_DATE}(?:[T ]\d{{2}}:\d{{2}}(?::\d{{2}})?\b|\b(?!{_SEP}(?!{_DATE})\d)))"
+    rf"|(?<![\w+\-])(?P<phone>[+(]?\d(?:{_SEP}*+\d)++)"
 )
 MIN_PHONE_DIGITS = 7  # shorter digit runs are counts, order numbers and ticket numbers
 
@@ -151,6 +165,11 @@ def _check_input(text: str, kind: str, source: str, verified: bool) -> None:
         raise ValueError(f"text must be a non-empty string, not {text!r}")
     if not isinstance(source, str) or not source.strip():
         raise ValueError(f"source (the ticket a memory comes from) is required, not {source!r}")
+    # A lone surrogate ("\ud800") cannot be written as UTF-8: refuse it here, not mid-write.
+    for name, value in (("text", text), ("source", source)):
+        if not utf8_encodable(value):
+            raise ValueError(f"{name} must be valid Unicode text, but it holds a lone surrogate "
+                             "(such as \\ud800) that no UTF-8 file can store")
     if not isinstance(verified, bool):
         # "false" is truthy: a string here would slip a guess through the gate.
         raise ValueError(f"verified must be True or False, not {verified!r}")
@@ -168,7 +187,7 @@ def remember(store: MemoryStore, text: str, kind: str, source: str, verified: bo
     "stored m-005", "rejected: unverified claim", "duplicate of m-002, skipped",
     "stored m-201 (cap 200: evicted m-001, the oldest episode)" or
     "rejected: cap 200 reached and facts are never evicted". Bad input (unknown kind, blank
-    text, no source, a non-bool verified) raises ValueError and stores nothing.
+    text, no source, a lone surrogate, a non-bool verified) raises ValueError and stores nothing.
     """
     _check_input(text, kind, source, verified)
     if kind == "fact" and not verified:

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from lab_utils.errors import describe
-from lab_utils.files import atomic_write_text
+from lab_utils.files import NotUTF8Error, atomic_write_text, read_utf8
 from lab_utils.paths import work_dir
 
 SESSION_FILE = "session.json"
@@ -43,13 +43,23 @@ def _path(path: str | Path | None) -> Path:
 
 
 def pause(state: SessionState, question: str, path: str | Path | None = None) -> str:
-    """Record what the session waits for and write it to `path` (default: work/session.json)."""
-    if not question.strip():
-        raise ValueError("a paused session must say what it is waiting for")
-    state.awaiting = question
+    """Record what the session waits for and write it to `path` (default: work/session.json).
+
+    The file is checked with load_session's own validator before it is written: a state that
+    could not be resumed raises ValueError, and the session already on disk stays as it was.
+    """
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"a paused session must say what it is waiting for, not {question!r}")
     target = _path(path)
+    text = json.dumps({**asdict(state), "awaiting": question}, ensure_ascii=False, indent=1)
+    try:
+        _STATE.validate_json(text)
+    except ValidationError as err:
+        raise ValueError(f"this session could not be resumed from a file ({describe(err)}); "
+                         f"nothing was written to {target}") from None
+    state.awaiting = question
     target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(target, json.dumps(asdict(state), ensure_ascii=False, indent=1))
+    atomic_write_text(target, text)
     return f"paused: waiting for human on '{question}'"
 
 
@@ -57,9 +67,11 @@ def load_session(path: str | Path | None = None) -> SessionState:
     """The session stored at `path`, or a SessionFileError saying what is wrong with it."""
     source = _path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        text = read_utf8(source)
     except FileNotFoundError:
         raise SessionFileError(f"no paused session at {source}: pause() writes one") from None
+    except NotUTF8Error as err:
+        raise SessionFileError(str(err)) from None
     try:
         return _STATE.validate_json(text)
     except ValidationError as err:

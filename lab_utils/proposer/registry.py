@@ -72,11 +72,18 @@ def _line_hash(line: dict[str, Any]) -> str:
     return hashlib.sha256(canonical(content).encode()).hexdigest()
 
 
+def _lines(path: str | Path) -> list[bytes]:
+    # Split the bytes, not the text: str.splitlines() also splits at U+2028 and friends, which
+    # json.dumps(ensure_ascii=False) leaves inside strings. Each line is decoded on its own,
+    # so a bad byte is reported at its line.
+    return Path(path).read_bytes().splitlines()
+
+
 def read(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return []
-    return [json.loads(text) for text in path.read_text(encoding="utf-8").splitlines() if text]
+    return [json.loads(raw.decode("utf-8")) for raw in _lines(path) if raw]
 
 
 class Registry:
@@ -123,11 +130,13 @@ class Verification:
 def verify(path: str | Path) -> Verification:
     """Recompute every line's hash and the chain; report the first line that does not hold."""
     prev = GENESIS
-    texts = Path(path).read_text(encoding="utf-8").splitlines()
-    for n, text in enumerate(texts, start=1):
+    raw_lines = _lines(path)
+    for n, raw in enumerate(raw_lines, start=1):
         try:
-            line = json.loads(text)
-        except json.JSONDecodeError as error:
+            line = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            return Verification(False, n - 1, n, "not UTF-8 text")
+        except (json.JSONDecodeError, RecursionError) as error:  # RecursionError: nested too deeply
             return Verification(False, n - 1, n, f"not a JSON line ({error})")
         if not isinstance(line, dict) or "hash" not in line:
             return Verification(False, n - 1, n, "no hash field")
@@ -139,7 +148,7 @@ def verify(path: str | Path) -> Verification:
         if _line_hash(line) != line["hash"]:
             return Verification(False, n - 1, n, "content does not match its hash (edited)")
         prev = line["hash"]
-    return Verification(True, len(texts))
+    return Verification(True, len(raw_lines))
 
 
 def approve(path: str | Path, campaign: int, candidate_id: str, reviewer: str,

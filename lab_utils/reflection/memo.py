@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import ValidationError, field_validator
 
-from lab_utils.files import atomic_write_text
+from lab_utils.files import NotUTF8Error, atomic_write_text, read_utf8
 from lab_utils.errors import describe
 from lab_utils.reflection.records import Strict
 from lab_utils.reflection.skills import Skill
@@ -66,7 +66,11 @@ def load_memo(path: Path) -> SelfMemo:
     parts: dict[str, list[str]] = {}
     current: list[str] | None = None
     by_heading = {f"## {heading}": part for part, heading in HEADINGS.items()}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = read_utf8(path)
+    except NotUTF8Error as error:
+        raise MemoFileError(str(error)) from None
+    for number, line in enumerate(text.splitlines(), 1):
         if line in by_heading:
             current = parts.setdefault(by_heading[line], [])
         elif line.startswith("- ") and current is not None:

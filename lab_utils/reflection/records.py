@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, ValidationError, model_validator
 
 from lab_utils.errors import describe
+from lab_utils.files import NotUTF8Error, read_utf8
 from lab_utils.paths import DATA_DIR
 
 RUNS_DIR = DATA_DIR / "runs"
@@ -90,7 +91,11 @@ def load_runs(path: Path | str = RUNS_DIR / "two_weeks") -> list[RunRecord]:
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
     runs: list[RunRecord] = []
     for file in files:
-        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            text = read_utf8(file)
+        except NotUTF8Error as error:
+            raise RunRecordError(f"{file.name} line {error.line}: not UTF-8 text") from None
+        for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:

@@ -168,6 +168,13 @@ def plan(reflection: Reflection, store: SkillStore, memo: SelfMemo, now: dt.date
                     problems.append(f"memo part {part}: {describe(error)}")
             case NothingToSave(reason=reason):
                 changes.append(f"nothing to save: {reason}")
+    if any(isinstance(a, CreateSkill) for a in actions):
+        # Saving a new skill may evict one, which parses every skill file: a broken file must
+        # stop the answer here, before any write, not in store.save() after a patch is saved.
+        try:
+            store.eviction_order()
+        except SkillError as error:
+            problems.append(str(error))
     return Plan(skills, new_memo, changes, problems)
 
 

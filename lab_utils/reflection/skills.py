@@ -29,7 +29,7 @@ from typing import Iterable
 
 from pydantic import AwareDatetime, Field, ValidationError
 
-from lab_utils.files import atomic_write_text
+from lab_utils.files import NotUTF8Error, atomic_write_text, read_utf8
 from lab_utils.errors import describe
 from lab_utils.reflection.records import Strict
 
@@ -127,7 +127,7 @@ def parse_skill(text: str, source: str) -> Skill:
             raise broken(f"line {number}: {key} is given twice")
         try:
             fields[key] = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: brackets nested too deeply
             raise broken(f"line {number}: the value of {key} is not a quoted text, number or null") from None
     try:
         meta = SkillMeta.model_validate_json(json.dumps(fields))  # JSON mode: ISO dates parse
@@ -161,7 +161,11 @@ class SkillStore:
         path = self.path(name)
         if not path.exists():
             raise SkillError(f"no skill {name!r} in {self.folder}")
-        skill = parse_skill(path.read_text(encoding="utf-8"), str(path))
+        try:
+            text = read_utf8(path)
+        except NotUTF8Error as error:
+            raise SkillFileError(str(error)) from None
+        skill = parse_skill(text, str(path))
         if skill.name != name:
             raise SkillFileError(f"{path}: broken front matter: name is {skill.name!r}, "
                                  f"the file says {name!r}")

@@ -9,11 +9,11 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
 from lab_utils.errors import describe
+from lab_utils.files import read_utf8
 from .records import STRICT
 
 
@@ -49,13 +49,13 @@ def parse_config(text: str) -> Config:
     else:
         source = text
         try:
-            text = Path(text).read_text(encoding="utf-8")
+            text = read_utf8(text)  # not UTF-8: a NotUTF8Error, a ValueError naming the file
         except OSError as error:
             raise ValueError(f"{source}: cannot read this config file ({error.strerror}); "
                              "CONFIG is a JSON file or an inline JSON object") from None
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, RecursionError) as error:  # RecursionError: nested too deeply
         raise ValueError(f"{source}: not valid JSON: {error}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{source}: expected a JSON object of settings, got {type(data).__name__}")

@@ -69,8 +69,9 @@ class TemporalMemory:
 
     def apply(self, event: WriteEvent | QueryEvent | DeleteEvent | Mapping[str, Any]) -> Result:
         """Dispatch any event on its action."""
-        action = event.get("action") if isinstance(event, Mapping) else event.action
+        action = event.get("action") if isinstance(event, Mapping) else getattr(event, "action", None)
         handlers = {"write": self.write, "query": self.query, "delete": self.delete}
-        if action not in handlers:
+        # None or any non-event has no action; an unhashable action (a list) cannot be looked up.
+        if not isinstance(action, str) or action not in handlers:
             raise ValueError(f"action: expected one of {sorted(handlers)} (got {action!r})")
         return handlers[action](event)

@@ -67,7 +67,7 @@ def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise ScenarioError(f"{path}: cannot read a JSON scenario: {error}") from None
     try:
         return Scenario.model_validate(data)
