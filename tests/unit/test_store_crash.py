@@ -135,16 +135,16 @@ def test_a_killed_rewrite_leaves_the_old_file_or_the_new_one(tmp_path):
 
 def test_two_processes_appending_at_once_lose_nothing(tmp_path):
     path = tmp_path / "memory.jsonl"
-    writers = [spawn(APPEND, path, name, 300) for name in ("t-a", "t-b")]
+    writers = [spawn(APPEND, path, name, 1000) for name in ("t-a", "t-b")]
     for w in writers:
         assert w.wait(timeout=120) == 0
     store, torn = load(path)
     assert not torn
-    assert len(store.items) == 600
-    assert len({m.id for m in store.items}) == 600
+    assert len(store.items) == 2000
+    assert len({m.id for m in store.items}) == 2000
     for name in ("t-a", "t-b"):
         texts = [m.text.split(" x")[0] for m in store.items if m.source == name]
-        assert texts == [f"{name} note {i}" for i in range(300)], "each writer's lines stay whole and in order"
+        assert texts == [f"{name} note {i}" for i in range(1000)], "each writer's lines stay whole and in order"
 
 
 def test_without_re_reading_two_stores_would_collide(tmp_path, monkeypatch):
