@@ -96,6 +96,7 @@ class MemoryStore:
         self._index = BM25Index()
         self._read_upto = 0  # bytes of the file already in self.items
         self._lines_read = 0
+        self._inode: int | None = None  # which file those bytes were read from
         self._seq = 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._locked():
@@ -118,6 +119,13 @@ class MemoryStore:
         if not self.path.exists():
             return
         with open(self.path, "rb") as f:
+            inode = os.fstat(f.fileno()).st_ino
+            if inode != self._inode:
+                # Another process replaced the file (forget_source, the cap): read it afresh, so
+                # memories it removed do not live on here, nor come back with our next rewrite.
+                self.items, self._index = [], BM25Index()
+                self._read_upto = self._lines_read = 0
+                self._inode = inode
             f.seek(self._read_upto)
             new = f.read()
         complete, _, torn = new.rpartition(b"\n")
@@ -163,6 +171,7 @@ class MemoryStore:
             line = (json.dumps(asdict(m), ensure_ascii=False) + "\n").encode("utf-8")
             with open(self.path, "ab") as f:
                 f.write(line)
+                self._inode = os.fstat(f.fileno()).st_ino
             self._read_upto += len(line)
             self._lines_read += 1
             self._add(m)
@@ -177,6 +186,7 @@ class MemoryStore:
             kept = [m for m in self.items if m.id in keep_ids]
             text = "".join(json.dumps(asdict(m), ensure_ascii=False) + "\n" for m in kept)
             atomic_write_text(self.path, text)
+            self._inode = self.path.stat().st_ino
             self.items = kept
             self._index.remove(gone)
             self._read_upto = len(text.encode("utf-8"))

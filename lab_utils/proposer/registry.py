@@ -80,9 +80,13 @@ def _lines(path: str | Path) -> list[bytes]:
 
 
 def read(path: str | Path) -> list[dict[str, Any]]:
+    """Every line of a registry that verifies; a damaged one is refused, naming the first bad line."""
     path = Path(path)
     if not path.exists():
         return []
+    check = verify(path)
+    if not check.ok:
+        raise ValueError(f"{path}: {check}")
     return [json.loads(raw.decode("utf-8")) for raw in _lines(path) if raw]
 
 

@@ -109,3 +109,15 @@ def test_two_stores_on_one_file_see_each_others_writes(tmp_path):
     a.remember_raw("third", "t-3")
     assert [m.text for m in a.items] == ["first", "second", "third"]
     assert [m.id for m in MemoryStore(tmp_path / "m.jsonl").items] == ["m-001", "m-002", "m-003"]
+
+
+def test_a_rewrite_by_another_process_is_seen_and_never_undone(tmp_path):
+    a, b = MemoryStore(tmp_path / "m.jsonl"), MemoryStore(tmp_path / "m.jsonl")
+    for source in ("t-1", "t-9021", "t-2"):
+        a.remember_raw(f"note from {source}", source)
+    b._read_new_lines()
+    b._rewrite([m for m in b.items if m.source != "t-9021"])  # what forget_source does
+    assert a.remember_raw("later", "t-3") == "stored m-004"
+    assert [m.source for m in a.items] == ["t-1", "t-2", "t-3"]
+    a._rewrite(a.items)
+    assert "t-9021" not in a.path.read_text(), "a forgotten memory never comes back"

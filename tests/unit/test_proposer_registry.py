@@ -100,3 +100,14 @@ def test_fingerprint_hashes_code_data_and_prompt():
     assert stamp["versions"]["model"] and stamp["versions"]["prompt"]
     assert fingerprint([HELDOUT])["data_sha256"] != stamp["data_sha256"]
     assert fingerprint([PUBLIC]) == stamp
+
+
+def test_a_damaged_registry_is_neither_read_nor_extended(tmp_path):
+    path = tmp_path / "registry.jsonl"
+    Registry(path).append({"kind": "note"})
+    path.write_bytes(path.read_bytes() + b"\xff\n")
+    before = path.read_bytes()
+    for opening in (read, Registry):
+        with pytest.raises(ValueError, match="broken at line 2: not UTF-8 text"):
+            opening(path)
+    assert path.read_bytes() == before
