@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from .records import STRICT, Confidence, IsoDate, Text
+from .records import STRICT, FactContent, IsoDate, Text
 
 
 class Actor(BaseModel):
@@ -20,20 +20,10 @@ class Actor(BaseModel):
     user: Text
 
 
-class Fact(BaseModel):
+class Fact(FactContent):
     """A proposed fact, as an extractor would hand it over; the writer decides its fate."""
 
-    model_config = STRICT
-
-    tenant: Text
-    user: Text
-    entity: Text
-    key: Text
-    value: Text
-    confidence: Confidence
-    source: Text
     kind: Text
-    valid_from: IsoDate
 
 
 class WriteEvent(BaseModel):

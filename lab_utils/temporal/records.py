@@ -32,8 +32,8 @@ RecordId = Annotated[str, StringConstraints(pattern=r"^m\d{3,}$")]
 STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
-class MemoryRecord(BaseModel):
-    """A stored fact. Frozen: a change (closing an interval) is a new, re-validated record."""
+class FactContent(BaseModel):
+    """What a fact says and who it is about: shared by a proposed fact and a stored record."""
 
     model_config = STRICT
 
@@ -45,6 +45,11 @@ class MemoryRecord(BaseModel):
     confidence: Confidence
     source: Text
     valid_from: IsoDate
+
+
+class MemoryRecord(FactContent):
+    """A stored fact. Frozen: a change (closing an interval) is a new, re-validated record."""
+
     schema_version: Literal[1] = 1
     memory_type: Literal["fact"] = "fact"
     id: RecordId
