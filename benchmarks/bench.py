@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 
 from rank_bm25 import BM25Okapi
+from sqlalchemy.exc import SAWarning
 
 from lab_utils import course, rules
 from lab_utils.memory import MemoryStore
@@ -112,7 +113,7 @@ def autograde_times(folder: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's gradebook chatter
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's gradebook chatter
     from lab_utils.proposer.campaign import run_study
     from lab_utils.temporal import Config, evaluate, grid, load_scenarios
 
