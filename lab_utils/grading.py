@@ -1,8 +1,27 @@
-"""Helpers the notebooks' test cells use."""
+"""Helpers the notebooks' test cells use: is the answer the student's own work?
+
+Every lesson's reference code lives in lab_utils (later lessons build on it), so a test must
+tell a student's function from a way of reaching the reference. Two checks, used together:
+
+- a static one (`assert_own_implementation`): the function was defined in the notebook and its
+  code was not taken from lab_utils;
+- a tripwire (`own_implementation`): while the test calls the student's function, the reference's
+  code is swapped for code that fails. However the reference is reached (an import, `getattr`,
+  `importlib`, a lambda or wrapper that captured it earlier, `functools.partial`), the call
+  lands on the tripwire, and the test fails with a message saying so, even if the student's
+  code caught the error.
+"""
 
 from __future__ import annotations
 
+import importlib
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import CodeType, FunctionType
+
+PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def _from_lab_utils(obj) -> bool:
@@ -10,21 +29,107 @@ def _from_lab_utils(obj) -> bool:
     return module is not None and module.__name__.split(".")[0] == "lab_utils"
 
 
+def _code_from_lab_utils(code: CodeType) -> bool:
+    return Path(code.co_filename).resolve().is_relative_to(PACKAGE_DIR)
+
+
 def assert_own_implementation(func) -> None:
     """Fail unless `func` was written in the notebook rather than taken from lab_utils.
 
-    Catches an import (`from lab_utils.memory import search as my_search`) and a thin
-    wrapper that calls the reference of the same name (`lab_utils.rules.redact(...)`).
-    Using other lab_utils helpers (tokenize, paths, ...) inside your own code is fine.
+    Catches an import (`from lab_utils.memory import search as my_search`), a function built from
+    the reference's code object, and a thin wrapper that calls the reference of the same name
+    (`lab_utils.rules.redact(...)`). Using other lab_utils helpers (tokenize, paths, ...) inside
+    your own code is fine.
     """
-    name = func.__name__
-    if func.__module__ != "__main__":
+    name = getattr(func, "__name__", repr(func))
+    code = getattr(func, "__code__", None)
+    if getattr(func, "__module__", None) != "__main__" or code is None:
         raise AssertionError(
-            f"{name} comes from {func.__module__}, not from this notebook: write it in the "
-            "answer cell rather than importing the reference version.")
-    used = set(func.__code__.co_names)
+            f"{name} comes from {getattr(func, '__module__', 'elsewhere')}, not from this notebook: "
+            "write it in the answer cell rather than importing the reference version.")
+    if _code_from_lab_utils(code):
+        raise AssertionError(f"{name} runs code taken from lab_utils ({code.co_filename}); "
+                             "write it yourself in the answer cell.")
+    used = set(code.co_names)
     references = [r for r in map(func.__globals__.get, used) if r is not None and _from_lab_utils(r)]
     aliased = any(getattr(r, "__name__", None) == name for r in references)  # ref = lab_utils.x.name
     dotted = name in used and bool(references)  # lab_utils.x.name(...)
     if aliased or dotted:
         raise AssertionError(f"{name} calls the lab_utils reference {name}; implement it yourself.")
+
+
+def _resolve(dotted: str) -> FunctionType:
+    """`lab_utils.memory.top_k` or `lab_utils.memory.MemoryStore.search` -> the function object."""
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[cut:]:
+            obj = inspect.getattr_static(obj, attr)
+        obj = getattr(obj, "__func__", obj)  # staticmethod / classmethod
+        if not isinstance(obj, FunctionType):
+            raise TypeError(f"{dotted} is not a plain function; a tripwire cannot replace it")
+        return obj
+    raise ModuleNotFoundError(f"no module for {dotted}")
+
+
+class _Tripped(list):
+    """The references the student's code reached while the tripwires were set."""
+
+
+def _tripwire_code(reference: FunctionType, dotted: str) -> CodeType:
+    """Code with the reference's free variables that records the call (in the module's
+    `_TRIPPED`, set while the tripwire is in place) and raises."""
+    message = (f"your answer reached the lab_utils reference {dotted}; "
+               "write your own implementation instead of calling it")
+    # The tripwire must have exactly the reference's free variables to be swapped in.
+    free = reference.__code__.co_freevars
+    outer = ", ".join(free) if free else ""
+    source = (f"def _outer({outer}):\n"
+              f"    def _tripwire(*args, **kwargs):\n"
+              + "".join(f"        {v}\n" for v in free)
+              + f"        _TRIPPED.append({dotted!r})\n"
+              f"        raise AssertionError({message!r})\n"
+              f"    return _tripwire\n")
+    namespace: dict = {}
+    exec(compile(source, "<tripwire>", "exec"), namespace)
+    return next(c for c in namespace["_outer"].__code__.co_consts if isinstance(c, CodeType))
+
+
+@contextmanager
+def own_implementation(func, *references: str) -> Iterator[None]:
+    """Check `func` statically, then run the block with every reference (a dotted path) disabled.
+
+        with own_implementation(top_k, "lab_utils.memory.top_k"):
+            assert top_k(...) == ...
+
+    A call that reaches a reference fails the block, even when the student's code swallowed the
+    AssertionError the tripwire raised.
+    """
+    assert_own_implementation(func)
+    tripped = _Tripped()
+    saved: list[tuple[FunctionType, CodeType, object]] = []
+    try:
+        for dotted in references:
+            reference = _resolve(dotted)
+            marker = reference.__globals__.get("_TRIPPED", _MISSING)
+            saved.append((reference, reference.__code__, marker))
+            reference.__globals__["_TRIPPED"] = tripped
+            reference.__code__ = _tripwire_code(reference, dotted)
+        yield
+    finally:
+        for reference, code, marker in reversed(saved):
+            reference.__code__ = code
+            if marker is _MISSING:
+                reference.__globals__.pop("_TRIPPED", None)
+            else:
+                reference.__globals__["_TRIPPED"] = marker
+    if tripped:
+        name = getattr(func, "__name__", "your function")
+        raise AssertionError(f"{name} reached the lab_utils reference {tripped[0]} while it was "
+                             "tested; write your own implementation instead of calling it")
+
+
+_MISSING = object()
