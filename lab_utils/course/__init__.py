@@ -310,6 +310,3 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(["not done:", *lines]), file=sys.stderr)
     return 1 if failed else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

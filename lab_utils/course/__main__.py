@@ -1,0 +1,5 @@
+import sys
+
+from lab_utils.course import main
+
+sys.exit(main())
