@@ -5,7 +5,8 @@ Every lesson talks to Claude through `make_client()`, which returns the real
 
 - replay (the default): the client's HTTP transport answers each request from a
   response stored in data/responses/, found by the request's canonical content.
-  No key, no network, the same answer every run.
+  No key, no network, the same answer every run. A request with no stored answer
+  raises NoStoredAnswer, which shows how it differs from the closest stored one.
 - live: `LAB_LIVE=1` and `ANTHROPIC_API_KEY` set. Never while nbgrader grades
   (`NBGRADER_EXECUTION` is set then), so grading never costs money.
 - record: `LAB_RECORD=1` on top of live: every answer is also stored, with its
@@ -17,6 +18,7 @@ Live spending is counted from each answer's `usage` and capped by `LAB_MAX_USD`.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import hashlib
 import json
 import os
@@ -166,6 +168,75 @@ def _error(status: int, kind: str, message: str) -> httpx2.Response:
     return httpx2.Response(status, json={"type": "error", "error": {"type": kind, "message": message}})
 
 
+class NoStoredAnswer(anthropic.AnthropicError):
+    """Replay mode met a request it has no answer for.
+
+    Deliberately not an `anthropic.APIError`: no call was made, so code that records failed calls
+    (and charges them) must not catch it. It stops the cell that made the request, with one message.
+    """
+
+
+def _lines(body: dict) -> list[str]:
+    """The request as `path: value` lines, multi-line texts split, so a diff shows what changed."""
+    out: list[str] = []
+
+    def walk(node, path: str) -> None:
+        if isinstance(node, dict):
+            for key in sorted(node):
+                walk(node[key], f"{path}.{key}" if path else key)
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, f"{path}[{i}]")
+        elif isinstance(node, str) and "\n" in node:
+            out.extend(f"{path}: {line}" for line in node.splitlines())
+        else:
+            out.append(f"{path}: {json.dumps(node, ensure_ascii=False)}")
+
+    walk(body, "")
+    return out
+
+
+DIFF_LINES = 8  # enough to see the change; a request rebuilt from scratch would drown the reader
+DIFF_WIDTH = 160
+
+
+def _short_diff(stored: dict, body: dict) -> str:
+    changed = [line for line in difflib.unified_diff(_lines(stored), _lines(body), lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("---", "+++"))]
+    shown = [f"    {line[:DIFF_WIDTH]}" + ("…" if len(line) > DIFF_WIDTH else "")
+             for line in changed[:DIFF_LINES]]
+    if len(changed) > DIFF_LINES:
+        shown.append(f"    … and {len(changed) - DIFF_LINES} more changed lines")
+    return "\n".join(shown)
+
+
+def no_stored_answer(body: dict, directory: Path = RESPONSES_DIR) -> NoStoredAnswer:
+    """The error for a request replay cannot answer: what changed against the closest stored
+    request, how to undo it, and how to go live."""
+    answers = stored_answers(directory)
+    head = (f"Replay mode has no stored answer for this request (key {request_key(body)}, model "
+            f"{body.get('model')}, message starting {_first_words(body)!r}).")
+    live = ("To ask the model itself instead, restart with LAB_LIVE=1 and ANTHROPIC_API_KEY set "
+            "(add LAB_RECORD=1 to store its answers for offline runs).")
+    if not answers:
+        return NoStoredAnswer(f"{head} There are no stored answers in {directory}. {live}")
+    lines = set(_lines(body))
+    closest = min(answers.values(), key=lambda entry: len(lines ^ set(_lines(entry["request"]))))
+    return NoStoredAnswer(
+        f"{head}\nIt differs from the closest stored request (key {request_key(closest['request'])}) here "
+        f"(- stored, + this request):\n{_short_diff(closest['request'], body)}\n"
+        "To replay, undo that change: put the cell's inputs back as the lesson has them and run the "
+        f"notebook again from the top. {live}")
+
+
+def stored_answer(body: dict, directory: Path = RESPONSES_DIR) -> dict:
+    """The stored entry (request, response, provenance) for this request; NoStoredAnswer if none."""
+    entry = stored_answers(directory).get(request_key(body))
+    if entry is None:
+        raise no_stored_answer(body, directory)
+    return entry
+
+
 def _first_words(body: dict) -> str:
     for message in body.get("messages", []):
         content = message.get("content")
@@ -176,19 +247,13 @@ def _first_words(body: dict) -> str:
 
 
 def replay_handler(directory: Path = RESPONSES_DIR):
-    """An httpx2 handler answering Messages requests from stored answers."""
+    """An httpx2 handler answering Messages requests from stored answers.
+
+    A request with no stored answer raises NoStoredAnswer, which the SDK passes on unchanged.
+    """
 
     def handle(request: httpx2.Request) -> httpx2.Response:
-        body = json.loads(request.content)
-        entry = stored_answers(directory).get(request_key(body))
-        if entry is None:
-            return _error(404, "not_found_error", (
-                f"No stored response for this request (key {request_key(body)}, "
-                f"model {body.get('model')}, message starting {_first_words(body)!r}). "
-                "Offline mode only replays answers stored in data/responses/. To ask the "
-                "model itself, run with LAB_LIVE=1 and ANTHROPIC_API_KEY set; add LAB_RECORD=1 "
-                "to store its answer for offline runs."))
-        return httpx2.Response(200, json=entry["response"])
+        return httpx2.Response(200, json=stored_answer(json.loads(request.content), directory)["response"])
 
     return handle
 

@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                            approved=not args.decline, note=args.note)
             print(f"recorded {line['decision']} of {args.candidate} (campaign {campaign}) by "
                   f"{args.reviewer} as line {line['seq']}: {json.dumps(line['config'])}")
-    except (OutputExists, FileNotFoundError, ValueError, llm.LiveModeRefused) as error:
+    except (OutputExists, FileNotFoundError, ValueError, llm.LiveModeRefused, llm.NoStoredAnswer) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -9,7 +9,7 @@ import pytest
 
 from lab_utils.crystallize import (CRYSTAL_SCHEMA, MEMORY_TOOLS, CrystallizeError, crystal_request,
                                    crystallize, load_transcript, run_memory_tool)
-from lab_utils.llm import RESPONSES_DIR, make_client, request_key, store_answer
+from lab_utils.llm import RESPONSES_DIR, NoStoredAnswer, make_client, request_key, store_answer
 from lab_utils.memory import MemoryStore
 from lab_utils.paths import DATA_DIR
 
@@ -116,7 +116,7 @@ def test_crystallize_needs_a_source(store):
 
 
 def test_an_unstored_request_fails_with_how_to_go_live(store):
-    with pytest.raises(anthropic.NotFoundError, match="LAB_LIVE=1"):
+    with pytest.raises(NoStoredAnswer, match="LAB_LIVE=1"):
         crystallize("a session nobody stored an answer for", "t-1", store)
 
 

@@ -35,13 +35,39 @@ def test_a_request_is_found_by_its_content_not_its_key_order(responses):
     assert llm.text_of(llm.make_client(responses_dir=responses).messages.create(**shuffled)) == "hi"
 
 
-def test_a_miss_says_which_request_and_how_to_go_live(responses):
+def test_a_miss_raises_once_with_a_diff_against_the_closest_stored_request(responses):
     client = llm.make_client(responses_dir=responses)
-    with pytest.raises(anthropic.NotFoundError) as err:
-        client.messages.create(**{**REQUEST, "messages": [{"role": "user", "content": "Something new"}]})
+    changed = {**REQUEST, "messages": [{"role": "user", "content": "Say hello"}]}
+    with pytest.raises(llm.NoStoredAnswer) as err:
+        client.messages.create(**changed)
+    assert not isinstance(err.value, anthropic.APIError)  # no call was made: nothing may charge it
     message = str(err.value)
-    assert "No stored response" in message and "Something new" in message
+    assert '-messages[0].content: "Say hi"' in message and '+messages[0].content: "Say hello"' in message
+    assert "undo that change" in message
     assert "LAB_LIVE=1" in message and "ANTHROPIC_API_KEY" in message
+
+
+def test_the_diff_names_only_the_changed_line_of_a_long_message(responses):
+    long = {**REQUEST, "messages": [{"role": "user", "content": "\n".join(f"line {i}" for i in range(50))}]}
+    llm.store_answer(long, ANSWER, "authored", responses / "long.json")
+    edited = {**long, "messages": [{"role": "user", "content": long["messages"][0]["content"].replace(
+        "line 7\n", "line seven\n")}]}
+    with pytest.raises(llm.NoStoredAnswer) as err:
+        llm.stored_answer(edited, responses)
+    changes = [line.strip() for line in str(err.value).splitlines() if line.startswith("    ")]
+    assert changes == ["-messages[0].content: line 7", "+messages[0].content: line seven"]
+
+
+def test_a_long_diff_is_cut_short(responses):
+    other = {**REQUEST, "max_tokens": 65, "messages": [{"role": "user", "content": "\n".join(
+        f"new {i}" for i in range(40))}]}
+    with pytest.raises(llm.NoStoredAnswer, match=r"and \d+ more changed lines"):
+        llm.stored_answer(other, responses)
+
+
+def test_a_miss_with_nothing_stored_says_so(offline, tmp_path):
+    with pytest.raises(llm.NoStoredAnswer, match="no stored answers in"):
+        llm.stored_answer(REQUEST, tmp_path / "empty")
 
 
 def test_live_without_a_key_is_refused(offline, monkeypatch):

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from lab_utils import llm
 from lab_utils.proposer import (Evaluator, OutputExists, better, compare, fresh_folder, grid_search,
                                 random_search, rule_search, run_study, verify)
 from lab_utils.proposer.__main__ import main
@@ -170,3 +171,22 @@ def test_cli_live_without_a_key_refuses_before_writing(offline, monkeypatch, cap
     assert main(["campaign", "--live", "--output", str(offline / "live")]) == 2
     assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
     assert not (offline / "live").exists()
+
+
+def test_a_request_replay_cannot_answer_stops_the_study_once_and_charges_nothing(offline):
+    # "decision 1 of 6" is in every request, so no stored answer fits: no call is made.
+    with pytest.raises(llm.NoStoredAnswer) as err:
+        run_study(offline / "six", campaigns=3, iterations=6)
+    message = str(err.value)
+    assert "-messages[0].content: Decision 1 of 4" in message
+    assert "+messages[0].content: Decision 1 of 6" in message and "LAB_LIVE=1" in message
+    lines = read(offline / "six" / "registry.jsonl")
+    assert [line["kind"] for line in lines] == ["evaluation"]  # the baseline; no failed, charged call
+    assert not (offline / "six" / "report.json").exists()
+
+
+def test_the_cli_reports_a_replay_miss_as_one_error(offline, monkeypatch, capsys):
+    monkeypatch.setenv("LAB_LIVE", "0")
+    assert main(["campaign", "--iterations", "6", "--output", str(offline / "six")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Replay mode has no stored answer") and "Traceback" not in err

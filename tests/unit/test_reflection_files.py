@@ -254,10 +254,13 @@ def test_a_refusal_and_a_cut_answer_change_no_file(tmp_path, demo_request, work)
     assert outcome.status == "rejected" and "max_tokens" in outcome.summary() and unchanged
 
 
-def test_a_request_without_a_stored_answer_is_an_error_that_says_how_to_go_live(tmp_path, demo_request, work):
+def test_a_request_without_a_stored_answer_stops_with_how_to_go_live_and_changes_no_file(
+        tmp_path, demo_request, work):
     store, memo_path = work
-    outcome = reflect(llm.make_client(responses_dir=tmp_path), demo_request, store, memo_path, T[5])
-    assert outcome.status == "error" and "LAB_LIVE=1" in outcome.summary()
+    before = snapshot(tmp_path / "work")
+    with pytest.raises(llm.NoStoredAnswer, match="LAB_LIVE=1"):  # not an "error" outcome the loop would skip
+        reflect(llm.make_client(responses_dir=tmp_path), demo_request, store, memo_path, T[5])
+    assert snapshot(tmp_path / "work") == before
 
 
 def test_a_patch_of_a_hand_broken_skill_is_rejected_and_the_file_kept(tmp_path, demo_request, work):
