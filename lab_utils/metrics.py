@@ -1,4 +1,6 @@
-"""How good a memory is: retrieval metrics over a gold set, and two production metrics.
+"""How good a memory is: retrieval metrics over a gold set, and two production metrics;
+also what each poisoning leaves in a memory file, and settings chosen from labelled data
+(the dedupe threshold, BM25's b).
 
 A gold item is a query plus the knowledge it needs, written as one or more markers:
 {"query": ..., "marker": "status filter"} or {"query": ..., "markers": ["enterprise", "kb-101"]}.
@@ -19,11 +21,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import fmean
 
 import pandas as pd
+from rank_bm25 import BM25Okapi
 
-from lab_utils.memory import Memory, MemoryStore
+from lab_utils.memory import MIN_SCORE, Memory, MemoryStore
+from lab_utils.rules import find_pii, is_raw_observation
+from lab_utils.text import similarity, tokenize
 
 
 def markers(item: dict) -> list[str]:
@@ -118,6 +124,27 @@ def evaluate(store: MemoryStore, gold: list[dict], ks: tuple[int, ...] = (1, 3),
     return row
 
 
+def recall_with_b(memories: list[Memory], gold: list[dict], k: int, b: float,
+                  min_score: float = MIN_SCORE) -> float:
+    """recall@k of `memories` ranked by BM25Okapi with length normalization `b`.
+
+    Same ranking as a store's search (ties keep store order, the minimum score applies), so
+    with rank-bm25's default b=0.75 it agrees with `recall_at_k` on a store of these memories.
+    """
+    bm25 = BM25Okapi([tokenize(m.text) for m in memories], b=b)
+    hits = 0
+    for item in gold:
+        scores = bm25.get_scores(tokenize(item["query"]))
+        ranked = sorted(range(len(memories)), key=lambda i: (-scores[i], i))[:k]
+        hits += hit_any([memories[i] for i in ranked if scores[i] >= min_score], item)
+    return hits / len(gold)
+
+
+def choose_b(memories: list[Memory], gold: list[dict], k: int, candidates: list[float]) -> float:
+    """The candidate b with the highest recall@k on `gold`; a tie goes to the one listed first."""
+    return max(candidates, key=lambda b: recall_with_b(memories, gold, k, b))
+
+
 def poisoning_report(store: MemoryStore, queries: list[str],
                      detectors: Mapping[str, Callable[[Memory], bool]], k: int = 3) -> pd.DataFrame:
     """What the agent would read for each query: how many recalled memories each detector flags.
@@ -133,6 +160,45 @@ def poisoning_report(store: MemoryStore, queries: list[str],
         rows.append({"query": query, "recalled": len(found), **{n: sum(f) for n, f in flags.items()},
                      "clean": clean})
     return pd.DataFrame(rows, columns=["query", "recalled", *detectors, "clean"]).set_index("query")
+
+
+GUESS = "lacks export permission"  # the refuted guess of t-8801, however it is restated
+POISONED_SOURCE = "t-9021"  # the ticket whose body is an instruction to the agent
+
+
+def poisoning_counts(path: str | Path) -> dict[str, int]:
+    """Each poisoning where it lives: in the memory file at `path` (read afresh from disk).
+
+    "PII strings": emails and phone numbers in the memories' text; "copies of the guess":
+    memories restating the refuted guess; "from t-9021": memories of the poisoned ticket;
+    "raw observations": lines of the loop's trace instead of knowledge.
+    """
+    items = MemoryStore(path).items
+    return {"PII strings": sum(len(find_pii(m.text)) for m in items),
+            "copies of the guess": sum(GUESS in m.text for m in items),
+            "from t-9021": sum(m.source == POISONED_SOURCE for m in items),
+            "raw observations": sum(is_raw_observation(m.text) for m in items)}
+
+
+# -- choosing a dedupe threshold from labelled pairs -------------------------------------
+# A pair is {"a": text, "b": text, "duplicate": bool}; dedupe merges it when
+# similarity(a, b) >= threshold. A false merge loses a memory (a changed fact, a second
+# incident); a missed duplicate only costs a line. So a threshold must merge no non-duplicate.
+
+
+def merge_errors(pairs: list[dict], threshold: float) -> dict[str, int]:
+    """What dedupe at `threshold` gets wrong on labelled pairs."""
+    merged = [similarity(p["a"], p["b"]) >= threshold for p in pairs]
+    return {"false merges": sum(m and not p["duplicate"] for m, p in zip(merged, pairs)),
+            "missed duplicates": sum(p["duplicate"] and not m for m, p in zip(merged, pairs))}
+
+
+def choose_threshold(pairs: list[dict], thresholds: list[float]) -> float:
+    """The lowest threshold that merges no pair labelled not duplicate."""
+    safe = [t for t in thresholds if merge_errors(pairs, t)["false merges"] == 0]
+    if not safe:
+        raise ValueError(f"every threshold in {sorted(thresholds)} merges a pair labelled not duplicate")
+    return min(safe)
 
 
 # -- production metrics ------------------------------------------------------------------
