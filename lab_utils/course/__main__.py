@@ -1,5 +1,104 @@
+"""The instructor's commands (the Makefile's release, autograde, feedback, grades, student-repo):
+
+    python -m lab_utils.course release                 # lessons/ from solutions/, lessons into the gradebook
+    python -m lab_utils.course autograde [--jobs N]    # every submitted/<student>/<lesson>/, sandboxed
+    python -m lab_utils.course feedback                # HTML per student and lesson in feedback/
+    python -m lab_utils.course grades                  # grades.csv, grades_canvas.csv, grades_by_exercise.*
+    python -m lab_utils.course publish DEST            # the students' repository, without the answers
+
+Every command takes `--root PATH` (default: this repository) and reads PATH/nbgrader_config.py.
+autograde and feedback take `--lesson NAME` for one lesson. autograde refuses to run student code
+without bubblewrap unless `--unsafe` is given. Exit status: 0 when everything was done, 1 when a
+submission could not be handled (listed at the end), 2 when the command could not start.
+"""
+
+from __future__ import annotations
+
+import argparse
 import sys
+import warnings
+from pathlib import Path
 
-from lab_utils.course import main
+from sqlalchemy.exc import SAWarning
 
-sys.exit(main())
+from lab_utils.course import autograde, config, export, feedback, grades, release, sandbox
+from lab_utils.paths import ROOT
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", type=Path, default=ROOT, help="the course folder (default: %(default)s)")
+    parser = argparse.ArgumentParser(prog="python -m lab_utils.course", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("release", parents=[common], help="lessons/ from solutions/")
+    grade = commands.add_parser("autograde", parents=[common], help="grade every submission")
+    grade.add_argument("--lesson", help="this lesson only (default: every lesson)")
+    grade.add_argument("--jobs", type=int, default=1, help="worker processes (default: %(default)s)")
+    grade.add_argument("--unsafe", action="store_true",
+                       help="grade without the sandbox, with your own rights (only where bubblewrap cannot run)")
+    notes = commands.add_parser("feedback", parents=[common], help="HTML feedback per submission")
+    notes.add_argument("--lesson", help="this lesson only (default: every lesson)")
+    commands.add_parser("grades", parents=[common], help="grades.csv and the LMS file")
+    publish = commands.add_parser("publish", parents=[common], help="the students' repository, in DEST")
+    publish.add_argument("dest", type=Path, help="a new or empty folder")
+    return parser.parse_args(argv)
+
+
+def report(command: str, outcomes: list[autograde.Outcome]) -> int:
+    failed = [o for o in outcomes if o.problem]
+    print(f"{command}: {len(outcomes) - len(failed)} of {len(outcomes)} submissions done")
+    if command == "autograde":
+        waiting = sum(o.score.waiting for o in outcomes if o.score)
+        flagged = sum(bool(o.flags) for o in outcomes)
+        print(f"  {waiting:g} points wait for hand grading (Formgrader); {flagged} submissions flagged")
+    if failed:
+        lines = [f"  {o.student}/{o.lesson}: {o.problem}" for o in failed]
+        print("\n".join(["not done:", *lines]), file=sys.stderr)
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    root = args.root.resolve()
+    # nbgrader's own gradebook code trips this SQLAlchemy warning on every submission; it is noise.
+    warnings.filterwarnings("ignore", category=SAWarning)
+    if args.command == "release":
+        for name in release(root):
+            print(f"released lessons/{name}")
+        return 0
+    if args.command == "grades":
+        table = grades.write_grades(root)
+        with config.gradebook(root) as gb:
+            export.write_canvas(root, table, gb)
+        totals = table.groupby("student")[["score", "max_score"]].sum()
+        print(f"wrote {', '.join(grades.GRADE_FILES + (export.CANVAS_FILE,))} in {root}\n{totals.to_string()}")
+        return 0
+    if args.command == "publish":
+        from lab_utils.course.publish import publish
+
+        publish(root, args.dest.resolve())
+        print(f"published the students' repository in {args.dest}")
+        return 0
+    if args.command == "autograde":
+        missing = autograde.missing_release(root)
+        if missing:
+            print(f"the gradebook has no {', '.join(missing)}: run `make release` first", file=sys.stderr)
+            return 2
+        if not (args.unsafe or sandbox.available()):
+            print("bubblewrap is not installed (apt-get install bubblewrap): without it student code would "
+                  "run with your rights. Install it, or pass --unsafe (make autograde UNSAFE=1) to grade "
+                  "without a sandbox.", file=sys.stderr)
+            return 2
+        steps = autograde.autograde_all(root, args.lesson, args.jobs, args.unsafe)
+    else:
+        steps = feedback.feedback_all(root, args.lesson)
+    outcomes = []
+    for outcome in steps:
+        print(outcome, flush=True)
+        outcomes.append(outcome)
+    return report(args.command, outcomes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

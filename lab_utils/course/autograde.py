@@ -1,0 +1,217 @@
+"""The grading day: every submission through nbgrader autograde, in parallel, none able to stop the others.
+
+Each submission is checked before nbgrader sees it, graded with its kernel in the sandbox, and
+its outcome is recorded in autograde_status.json: grades.csv and feedback read the last outcome,
+so a resubmission that failed after an earlier success is never reported with the old grade.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import multiprocessing
+import re
+import shutil
+import time
+import warnings
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbgrader.api import Gradebook, MissingEntry, SubmittedAssignment
+from sqlalchemy.exc import SAWarning
+from traitlets.config import Config
+
+from lab_utils.course.config import api, gradebook, lesson_names, submissions
+from lab_utils.course.sandbox import incidents
+from lab_utils.files import atomic_write_text
+from lab_utils.paths import ROOT
+
+STATUS_FILE = "autograde_status.json"
+
+
+@dataclass(frozen=True)
+class Score:
+    """A submission's points as the gradebook holds them; `auto_*` counts code tests only."""
+
+    score: float  # after the late penalty
+    max_score: float
+    auto_score: float
+    auto_max: float
+    penalty: float = 0.0
+    seconds_late: float = 0.0
+    waiting: float = 0.0  # points of answers that wait for a hand grade
+
+
+def points(s: SubmittedAssignment) -> Score:
+    """The Score of a gradebook submission."""
+    waiting = sum(g.max_score for nb in s.notebooks for g in nb.grades if g.needs_manual_grade)
+    penalty = s.late_submission_penalty or 0.0
+    return Score(max(0.0, s.score - penalty), s.max_score, s.code_score, s.max_code_score,
+                 penalty, s.total_seconds_late, waiting)
+
+
+def score(lesson: str, student: str, root: Path = ROOT) -> Score:
+    with gradebook(root) as gb:
+        return points(gb.find_submission(lesson, student))
+
+
+@dataclass
+class Outcome:
+    """One submission through one step: done (with a score when graded) or not (a problem)."""
+
+    student: str
+    lesson: str
+    score: Score | None = None
+    problem: str | None = None
+    flags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def __str__(self) -> str:
+        where = f"{self.student}/{self.lesson}"
+        if self.problem:
+            return f"NOT DONE  {where}: {self.problem}"
+        points = ""
+        if self.score:
+            points = f"  {self.score.score:g}/{self.score.max_score:g}"
+            if self.score.waiting:
+                points += f" ({self.score.waiting:g} points wait for hand grading)"
+        lines = [f"done      {where}{points}  ({self.seconds:.1f} s)"]
+        lines += [f"  FLAG    {where}: {flag}" for flag in self.flags]
+        return "\n".join(lines + [f"  note    {where}: {note}" for note in self.notes])
+
+
+def failure_reason(result: dict) -> str:
+    """The telling line of a failed nbgrader step: the last exception in its log, not its summary."""
+    lines = [line.strip() for line in f"{result.get('log')}\n{result.get('error')}".splitlines()]
+    raised = [line for line in lines if re.match(r"[\w.]+(Error|Exception): ", line)
+              and "NbGraderException" not in line]
+    return (raised or [line for line in lines if line] or ["no log"])[-1]
+
+
+def precheck(student: str, lesson: str, root: Path, gb: Gradebook) -> tuple[str | None, list[str]]:
+    """(why the submission cannot be graded, or None; notes about it) before nbgrader sees it."""
+    try:
+        released = gb.find_notebook(lesson, lesson)
+    except MissingEntry:
+        if lesson in lesson_names(root):
+            return "the lesson is not in the gradebook: run `make release` first", []
+        return f"no lesson is called {lesson!r}", []
+    folder = Path(root) / "submitted" / student / lesson
+    path = folder / f"{lesson}.ipynb"
+    if not path.exists():
+        found = sorted(p.name for p in folder.glob("*.ipynb"))
+        hint = f"found {', '.join(found)}; rename it" if found else "the folder holds no notebook"
+        return f"no {path.name} ({hint})", []
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as error:  # a broken file can make nbformat raise almost anything
+        return f"{path.name} is not a valid notebook ({type(error).__name__}: {error})", []
+    ids = [cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in nb.cells]
+    present = {i for i in ids if i}
+    copied = sorted(i for i in present if ids.count(i) > 1)
+    if copied:
+        return f"cells copied ({', '.join(copied)}): nbgrader cannot tell a copy from its original", []
+    unknown = sorted(present - {cell.name for cell in released.source_cells})
+    if unknown:
+        return f"cells the lesson does not have ({', '.join(unknown)}): was a cell renamed?", []
+    answers = sorted({cell.name for cell in released.solution_cells} - present)
+    if answers:
+        return f"answer cells deleted ({', '.join(answers)}): put them back from the lesson", []
+    deleted = sorted({cell.name for cell in released.grade_cells} - present)
+    if deleted:
+        return None, [f"graded cells deleted ({', '.join(deleted)}); nbgrader put them back and ran them"]
+    return None, []
+
+
+def grade(root: Path, student: str, lesson: str, unsafe: bool = False) -> Outcome:
+    """Check, autograde and read back one submission (a worker process runs this)."""
+    from lab_utils.course import integrity
+
+    # nbgrader's own gradebook code trips this SQLAlchemy warning on every submission; it is noise.
+    warnings.filterwarnings("ignore", category=SAWarning)
+    start = time.perf_counter()
+    with gradebook(root) as gb:
+        problem, notes = precheck(student, lesson, root, gb)
+    outcome = Outcome(student, lesson, problem=problem, notes=notes)
+    if not problem:
+        settings = Config()
+        settings.Sandbox.enabled = not unsafe
+        result = api(root, settings).autograde(lesson, student)
+        if result["success"]:
+            outcome.score = score(lesson, student, root)
+            if outcome.score.seconds_late:
+                late = datetime.timedelta(seconds=round(outcome.score.seconds_late))
+                penalty = f", {outcome.score.penalty:g} points off" if outcome.score.penalty else ""
+                outcome.notes.append(f"submitted {late} after the due date{penalty}")
+            graded = Path(root) / "autograded" / student / lesson / f"{lesson}.ipynb"
+            outcome.notes += [f"stopped: {what}" for what in incidents(nbformat.read(graded, as_version=4))]
+            outcome.flags = integrity.findings(graded)
+        else:
+            outcome.problem = (f"nbgrader failed ({failure_reason(result)}); `.venv/bin/nbgrader autograde {lesson} "
+                               f"--student {student} --force` shows its whole log")
+    outcome.seconds = time.perf_counter() - start
+    return outcome
+
+
+def _grade_job(job: tuple[Path, str, str, bool]) -> Outcome:
+    return grade(*job)
+
+
+def autograde_all(root: Path = ROOT, only: str | None = None, jobs: int = 1,
+                  unsafe: bool = False) -> Iterator[Outcome]:
+    """Grade every submitted/<student>/<lesson>/ in `jobs` processes; a broken one is reported, never fatal."""
+    root = Path(root)
+    todo = submissions(root, only=only)
+    with gradebook(root) as gb:
+        # Two workers must not both create one student.
+        for student in sorted({student for student, _ in todo}):
+            gb.update_or_create_student(student)
+    work = [(root, student, lesson, unsafe) for student, lesson in todo]
+    if jobs <= 1:
+        results = map(_grade_job, work)
+    else:
+        # Fresh interpreters: nbgrader and SQLAlchemy state must not be shared through fork.
+        pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+        results = pool.map(_grade_job, work)
+    try:
+        for outcome in results:
+            record(root, outcome)
+            yield outcome
+    finally:
+        if jobs > 1:
+            pool.shutdown(cancel_futures=True)
+
+
+def missing_release(root: Path) -> list[str]:
+    """Lessons of solutions/ that the gradebook does not know yet (all of them on a fresh clone)."""
+    if not (Path(root) / "gradebook.db").exists():
+        return lesson_names(root)
+    with gradebook(root) as gb:
+        known = {a.name for a in gb.assignments}
+    return [name for name in lesson_names(root) if name not in known]
+
+
+# --- the last outcome of every submission, which grades.csv and feedback trust over the gradebook ---
+
+
+def statuses(root: Path = ROOT) -> dict[tuple[str, str], dict]:
+    """(student, lesson) -> {"problem", "flags", "notes"} of its last autograde."""
+    path = Path(root) / STATUS_FILE
+    if not path.exists():
+        return {}
+    return {tuple(key.split("/", 1)): value for key, value in json.loads(path.read_text()).items()}
+
+
+def record(root: Path, outcome: Outcome) -> None:
+    """Keep the outcome; a failed one also removes the feedback built from an earlier grade."""
+    path = Path(root) / STATUS_FILE
+    known = json.loads(path.read_text()) if path.exists() else {}
+    kept = asdict(outcome)
+    known[f"{outcome.student}/{outcome.lesson}"] = {key: kept[key] for key in ("problem", "flags", "notes")}
+    atomic_write_text(path, json.dumps(known, indent=1, sort_keys=True))
+    if outcome.problem:
+        shutil.rmtree(Path(root) / "feedback" / outcome.student / outcome.lesson, ignore_errors=True)

@@ -1,0 +1,92 @@
+"""The course's one configuration, and where its folders are.
+
+`nbgrader_config.py` in the course folder is the only file an instructor edits: it calls
+`configure` for the course's defaults, and anything after that call overrides them. Every course
+command loads it with traitlets, as the bare `nbgrader` command does, so they all agree.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from nbgrader.api import Gradebook
+from nbgrader.apps import NbGraderAPI
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+from lab_utils.paths import ROOT
+
+COURSE_ID = "agent-memory-lab"
+CONFIG_FILE = "nbgrader_config.py"
+# Parallel graders wait for each other's gradebook writes instead of failing at once.
+GRADEBOOK_WAIT_SECONDS = 120
+
+
+def configure(c: Config, root: Path) -> Config:
+    """The course's defaults: solutions/ is nbgrader's source folder, lessons/ its release folder."""
+    from lab_utils.course import sandbox
+
+    root = Path(root)
+    c.CourseDirectory.root = str(root)
+    c.CourseDirectory.course_id = COURSE_ID
+    c.CourseDirectory.source_directory = "solutions"
+    c.CourseDirectory.release_directory = "lessons"
+    c.CourseDirectory.db_url = gradebook_url(root)
+    # Per cell: generous, since a kernel start on a busy grading machine can take a while.
+    c.Execute.timeout = 120
+    # A test cell a student deleted is put back from the release and run, so deleting
+    # a test never earns its points.
+    c.OverwriteCells.add_missing_cells = True
+    c.ExportApp.plugin_class = "lab_utils.course.export.CanvasExport"
+    sandbox.install(c)
+    return c
+
+
+def gradebook_url(root: Path) -> str:
+    return f"sqlite:///{Path(root) / 'gradebook.db'}?timeout={GRADEBOOK_WAIT_SECONDS}"
+
+
+def load(root: Path = ROOT) -> Config:
+    """The course folder's nbgrader_config.py (the repository's when the folder has none)."""
+    root = Path(root)
+    path = root / CONFIG_FILE if (root / CONFIG_FILE).exists() else ROOT / CONFIG_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"no {CONFIG_FILE} in {root}: is it the course folder?")
+    config = PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+    config.CourseDirectory.root = str(root)
+    config.CourseDirectory.db_url = gradebook_url(root)
+    return config
+
+
+def api(root: Path = ROOT, config: Config | None = None) -> NbGraderAPI:
+    """nbgrader's API with the course's configuration (`config`: extra settings on top of it)."""
+    # nbgrader runs the `alembic` command of its own environment when it creates a gradebook;
+    # put that environment first on PATH even when it was not activated.
+    scripts = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != scripts:
+        os.environ["PATH"] = os.pathsep.join([scripts, os.environ.get("PATH", "")])
+    settings = load(root)
+    if config is not None:
+        settings.merge(config)
+    return NbGraderAPI(config=settings)
+
+
+def gradebook(root: Path = ROOT) -> Gradebook:
+    return Gradebook(gradebook_url(root))
+
+
+def lesson_names(root: Path = ROOT) -> list[str]:
+    """Every lesson, in course order: the folders of solutions/."""
+    return sorted(p.name for p in (Path(root) / "solutions").iterdir() if p.is_dir())
+
+
+def submissions(root: Path = ROOT, folder: str = "submitted", only: str | None = None) -> list[tuple[str, str]]:
+    """(student, lesson) for every folder <folder>/<student>/<lesson>/, or only those of one lesson."""
+    base = Path(root) / folder
+    if not base.is_dir():
+        return []
+    return [(student.name, lesson.name)
+            for student in sorted(base.iterdir()) if student.is_dir()
+            for lesson in sorted(student.iterdir()) if lesson.is_dir() and only in (None, lesson.name)]

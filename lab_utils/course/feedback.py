@@ -1,0 +1,49 @@
+"""HTML feedback for every submission graded by its last autograde: feedback/<student>/<lesson>/."""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from lab_utils.course.autograde import Outcome, failure_reason, statuses
+from lab_utils.course.config import api, submissions
+from lab_utils.paths import ROOT
+
+
+def stale(root: Path, student: str, lesson: str, last: dict) -> str | None:
+    """Why the autograded copy is not the submission's current grade, or None."""
+    if last.get("problem"):
+        return f"its last autograde failed ({last['problem']}); grade it again first"
+    submitted = root / "submitted" / student / lesson / f"{lesson}.ipynb"
+    graded = root / "autograded" / student / lesson / f"{lesson}.ipynb"
+    if submitted.exists() and submitted.stat().st_mtime > graded.stat().st_mtime:
+        return "handed in again since it was graded: run `make autograde` first"
+    return None
+
+
+def feedback_all(root: Path = ROOT, only: str | None = None) -> Iterator[Outcome]:
+    """Feedback for every autograded submission; a stale grade gets none, and is reported."""
+    root = Path(root)
+    last = statuses(root)
+    grader = api(root)
+    for student, lesson in submissions(root, "autograded", only):
+        start = time.perf_counter()
+        problem = stale(root, student, lesson, last.get((student, lesson), {}))
+        if not problem:
+            result = grader.generate_feedback(lesson, student)
+            problem = None if result["success"] else f"nbgrader failed ({failure_reason(result)})"
+        if not problem:
+            stamp(root / "feedback" / student / lesson)
+        yield Outcome(student, lesson, problem=problem, seconds=time.perf_counter() - start)
+
+
+def stamp(folder: Path) -> None:
+    """`nbgrader release_feedback` needs a timestamp.txt; a submission placed by hand has none.
+
+    It then gets the time of its feedback, in nbgrader's format.
+    """
+    path = folder / "timestamp.txt"
+    if not path.exists():
+        path.write_text(datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f %Z"))

@@ -1,0 +1,125 @@
+"""grades.csv: one row per student and lesson that says the truth about the submission.
+
+`status` is `graded`, `needs hand grading (N points)`, `not graded: <reason>`,
+`flagged: <reason>` (tampering, or a near-copy for a person to review) or `no submission`.
+Points come from the gradebook; a submission whose last autograde failed shows no points,
+whatever an earlier run left there. grades_by_exercise.csv and .png show where the class lost points.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+from nbgrader.api import MissingEntry
+
+from lab_utils.course.autograde import points, statuses
+from lab_utils.course.config import gradebook, lesson_names, submissions
+from lab_utils.paths import ROOT
+
+COLUMNS = ["student", "lesson", "score", "max_score", "auto_score", "auto_max", "penalty", "seconds_late",
+           "needs_manual_grade", "status", "notes"]
+
+
+def _flags(root: Path, student: str, lesson: str, near_copies: dict[str, str]) -> list[str]:
+    from lab_utils.course import integrity
+
+    graded = root / "autograded" / student / lesson / f"{lesson}.ipynb"
+    found = integrity.findings(graded) if graded.exists() else []
+    return found + ([near_copies[student]] if student in near_copies else [])
+
+
+def grade_table(root: Path = ROOT) -> pd.DataFrame:
+    """One row per student and lesson: the gradebook's points, or why there are none."""
+    from lab_utils.course import similarity
+
+    root = Path(root)
+    lessons = lesson_names(root)
+    last = statuses(root)
+    handed_in = set(submissions(root))
+    rows = []
+    with gradebook(root) as gb:
+        students = {s.id for s in gb.students} | {student for student, _ in handed_in}
+        maxima = {a.name: (a.max_score, a.max_code_score) for a in gb.assignments}
+        copies = {lesson: similarity.near_copies(root, lesson) for lesson in lessons}
+        for student in sorted(students):
+            for lesson in lessons:
+                max_score, auto_max = maxima.get(lesson, (math.nan, math.nan))
+                outcome = last.get((student, lesson), {})
+                row = dict(student=student, lesson=lesson, score=0.0, max_score=max_score, auto_score=0.0,
+                           auto_max=auto_max, penalty=0.0, seconds_late=0.0, needs_manual_grade=False,
+                           status="no submission", notes="; ".join(outcome.get("notes", [])))
+                rows.append(row)
+                if outcome.get("problem"):
+                    row.update(score=math.nan, auto_score=math.nan, status=f"not graded: {outcome['problem']}")
+                    continue
+                try:
+                    s = gb.find_submission(lesson, student)
+                except MissingEntry:
+                    if (student, lesson) in handed_in:
+                        row.update(score=math.nan, auto_score=math.nan,
+                                   status="not graded: not autograded yet (run `make autograde`)")
+                    continue
+                p = points(s)
+                row.update(score=p.score, auto_score=p.auto_score, penalty=p.penalty, seconds_late=p.seconds_late,
+                           needs_manual_grade=s.needs_manual_grade,
+                           status=f"needs hand grading ({p.waiting:g} points)" if p.waiting else "graded")
+                flags = _flags(root, student, lesson, copies[lesson])
+                if flags:
+                    row["status"] = f"flagged: {'; '.join(flags)}"
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def exercise_table(root: Path = ROOT) -> pd.DataFrame:
+    """Where the class lost points: every graded cell over the submissions graded so far.
+
+    A written answer that still waits for its hand grade counts as pending, not as points lost.
+    """
+    rows = []
+    with gradebook(root) as gb:
+        for lesson in lesson_names(root):
+            try:
+                cells = gb.find_notebook(lesson, lesson).grade_cells
+            except MissingEntry:
+                continue
+            for cell in cells:
+                scores = [g.score for g in cell.grades if not g.needs_manual_grade]
+                lost = sum(cell.max_score - s for s in scores)
+                rows.append(dict(lesson=lesson, exercise=cell.name, max_score=cell.max_score,
+                                 graded=len(scores), pending=len(cell.grades) - len(scores),
+                                 mean_score=sum(scores) / len(scores) if scores else math.nan,
+                                 points_lost=lost,
+                                 share_lost=lost / (cell.max_score * len(scores)) if scores else math.nan))
+    columns = ["lesson", "exercise", "max_score", "graded", "pending", "mean_score", "points_lost", "share_lost"]
+    return pd.DataFrame(rows, columns=columns).round(3)
+
+
+def exercise_figure(table: pd.DataFrame) -> Figure:
+    """A bar per graded cell, in course order: the share of its points the class lost."""
+    fig = Figure(figsize=(7, 0.3 * len(table) + 1.2))
+    ax = fig.subplots()
+    pending = table["pending"].map(lambda n: f" ({n} to hand-grade)" if n else "")
+    ax.barh(table["lesson"].str[:2] + " " + table["exercise"] + pending, table["share_lost"].fillna(0),
+            color="#c0504d")
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of the points lost")
+    ax.set_title("Where the class lost points")
+    ax.tick_params(axis="y", labelsize=8)
+    fig.tight_layout()
+    return fig
+
+
+GRADE_FILES = ("grades.csv", "grades_by_exercise.csv", "grades_by_exercise.png")
+
+
+def write_grades(root: Path = ROOT) -> pd.DataFrame:
+    """GRADE_FILES in the course root; returns the table of grades.csv."""
+    root = Path(root)
+    grades, exercises = grade_table(root), exercise_table(root)
+    grades.to_csv(root / GRADE_FILES[0], index=False)
+    exercises.to_csv(root / GRADE_FILES[1], index=False)
+    exercise_figure(exercises).savefig(root / GRADE_FILES[2], dpi=120)
+    return grades

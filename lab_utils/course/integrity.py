@@ -1,0 +1,349 @@
+"""Tampering flagged: every graded test cell proves that it ran as released.
+
+nbgrader puts back the released source of a locked test cell before grading, but the student's
+cells run first, in the same kernel, and can change what that source does: an input transformer
+that turns every later cell into `pass`, a trace function that skips lines, a custom exception
+handler, a patched lab_utils.grading, a fake module in sys.modules, a kernel that exits early.
+`install` adds three steps to nbgrader's autograde:
+
+- `CompareWithRelease`, before nbgrader's own checks: notes test cells edited, deleted or renamed,
+  and puts the release's grading flags back (a renamed cell becomes a plain cell, so nbgrader
+  restores the released one instead of crashing);
+- `Seal`, before execution: a first cell reports the kernel's state (`_kernel_state`), and each
+  graded test cell gets a last line with a fresh nonce that reports it again;
+- `Verify`, after execution: a test cell that passed without a sound report (its nonce, the code
+  that ran equal to the released code, nothing added or replaced since the first report) gets an
+  error output, so nbgrader gives it no points and the feedback says why.
+
+The reasons are written beside the autograded notebook (`<lesson>.integrity.json`); `findings`
+reads them. The reports come from inside the student's kernel: a student who studied this module
+could forge one. What it stops is every known cheat, and the general means of hiding one
+(transformers, tracing, patched modules), whatever the cheat.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import re
+import secrets
+from pathlib import Path
+
+import nbformat
+from IPython.core.inputtransformer2 import TransformerManager
+from nbclient.exceptions import DeadKernelError
+from nbconvert.preprocessors import Preprocessor
+from nbgrader import utils
+from nbgrader.api import Gradebook
+from nbgrader.converters import Autograde
+from nbgrader.preprocessors import Execute
+from traitlets.config import Config
+
+from lab_utils.grading import PACKAGE_DIR
+
+MIME = "application/vnd.agent-memory-lab.integrity+json"
+KEY = "lab_integrity"  # notebook metadata (between nbgrader's two passes) and resources
+# The kernel's machinery that runs a cell: patching any of it can change what a cell does.
+MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.core.compilerop",
+             "IPython.core.inputtransformer2", "IPython.core.events", "ipykernel.zmqshell",
+             "ipykernel.ipkernel", "ipykernel.kernelbase")
+
+
+def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[str, ...]) -> None:
+    """Publish what grading depends on. Runs inside the kernel, shipped as source: self-contained."""
+    import builtins
+    import hashlib
+    import importlib
+    import marshal
+    import sys
+    import threading
+    import types
+
+    from IPython import get_ipython
+    from IPython.display import publish_display_data
+
+    for name in preload:
+        importlib.import_module(name)
+    shell = get_ipython()
+
+    def describe(obj):
+        obj = getattr(obj, "__func__", obj)
+        name = getattr(obj, "__qualname__", type(obj).__qualname__)
+        return f"{getattr(obj, '__module__', None) or type(obj).__module__}.{name}#{id(obj)}"
+
+    def digest(func, home):
+        code = func.__code__
+        if home and code.co_filename != home:
+            return f"code from {code.co_filename}"
+        return hashlib.sha256(marshal.dumps(code)).hexdigest()[:16]
+
+    modules, objects = {}, {}
+    watched = [n for n in sys.modules if n.split(".")[0] == "lab_utils" and not n.startswith("lab_utils.course")]
+    for name in sorted(watched) + list(machinery):
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        home = getattr(module, "__file__", None) if name.startswith("lab_utils") else None
+        modules[name] = f"{type(module).__module__}.{type(module).__qualname__} {home} #{id(module)}"
+        for key, value in list(vars(module).items()):
+            if isinstance(value, types.FunctionType):
+                objects[f"{name}.{key}"] = digest(value, home if value.__module__ == name else None)
+            elif isinstance(value, type):
+                objects[f"{name}.{key}"] = describe(value)
+                if value.__module__ == name:
+                    for attr, member in list(vars(value).items()):
+                        member = getattr(member, "__func__", member)
+                        if isinstance(member, types.FunctionType):
+                            objects[f"{name}.{key}.{attr}"] = digest(member, home)
+    for key, value in vars(builtins).items():
+        if callable(value):
+            objects[f"builtins.{key}"] = describe(value)
+
+    manager = shell.input_transformer_manager
+    hooks = {
+        "input transformer": [describe(manager)] + [describe(t) for t in (
+            manager.cleanup_transforms + manager.line_transforms + manager.token_transformers
+            + shell.input_transformers_post)],
+        "AST transformer": [describe(t) for t in shell.ast_transformers],
+        # pre_* callbacks see a cell before it runs (post_execute ones are matplotlib's, added late).
+        "event callback": [f"{event}: {describe(f)}" for event, fs in shell.events.callbacks.items()
+                           if event.startswith("pre_") for f in fs],
+        "compiler": [describe(shell.compile), describe(type(shell.compile))],
+        "history": [describe(shell.history_manager)],
+        "shell method replaced": [k for k, v in vars(shell).items() if callable(v) and callable(getattr(type(shell), k, None))],
+        "kernel handler": [f"{k}: {describe(v)}" for k, v in getattr(shell.kernel, "shell_handlers", {}).items()],
+    }
+    tracing = [f"{what} {describe(f)}" for what, f in (
+        ("sys.settrace", sys.gettrace()), ("sys.setprofile", sys.getprofile()),
+        ("threading.settrace", threading.gettrace()), ("threading.setprofile", threading.getprofile())) if f]
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_trace is not None:
+            tracing.append(f"a trace function on {frame.f_code.co_name} ({describe(frame.f_trace)})")
+        frame = frame.f_back
+    ran = shell.history_manager.input_hist_parsed[-1] if nonce else ""
+    publish_display_data({mime: {
+        "nonce": nonce, "ran": hashlib.sha256(ran.encode()).hexdigest(), "tracing": tracing,
+        "custom_exceptions": [getattr(e, "__name__", repr(e)) for e in shell.custom_exceptions],
+        "hooks": hooks, "modules": modules, "objects": objects}})
+
+
+def _report_call(nonce: str, preload: list[str]) -> str:
+    """One line of code that runs `_kernel_state` in a namespace of its own."""
+    source = inspect.getsource(_kernel_state) + f"\n_kernel_state({MIME!r}, {nonce!r}, {preload!r}, {MACHINERY!r})\n"
+    return f"exec({source!r}, {{}})"
+
+
+def _proof(nonce: str) -> str:
+    return f"\n\n# Added by the grader: this cell's proof that it ran as released.\n{_report_call(nonce, [])}\n"
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def _is_test(cell) -> bool:
+    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+class CompareWithRelease(Preprocessor):
+    """Before nbgrader's checks: note edited, deleted and renamed graded cells and undo the change
+    to their grading flags, so that nbgrader runs and scores the released cells."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gb:
+            notebook = gb.find_notebook(info["notebook"], info["assignment"])
+            released = {c.name: (c.source, c.locked, c.cell_type) for c in notebook.source_cells}
+            graded = {c.name: c.max_score for c in notebook.grade_cells}
+            answers = {c.name for c in notebook.solution_cells}
+        notes, renamed = [], set()
+        present = {_meta(c).get("grade_id") for c in nb.cells}
+        for cell in nb.cells:
+            grade_id = _meta(cell).get("grade_id")
+            if grade_id is None:
+                continue
+            if grade_id not in released:
+                was = [n for n in graded if n not in present and released[n][0] == cell.source]
+                renamed.update(was[:1])
+                notes.append(f"test cell {was[0]} renamed to {grade_id}" if was
+                             else f"a graded cell {grade_id} that is not in the release")
+                del cell.metadata["nbgrader"]  # a plain cell: nbgrader puts the released one back
+                continue
+            source, locked, cell_type = released[grade_id]
+            flags = {"grade": grade_id in graded, "solution": grade_id in answers}
+            if flags["grade"]:
+                flags["points"] = graded[grade_id]
+            cell.metadata.nbgrader.update(flags)
+            if locked and cell.source != source:
+                notes.append(f"test cell {grade_id} edited (the released version was run)")
+        for grade_id, (_, _, cell_type) in released.items():
+            if grade_id in graded and grade_id not in answers | present | renamed and cell_type == "code":
+                notes.append(f"test cell {grade_id} deleted (the released version was put back and run)")
+        nb.metadata[KEY] = {"submission": notes}
+        return nb, resources
+
+
+def _preload(nb) -> list[str]:
+    """The lab_utils modules the notebook names (imports and tripwire targets), course excepted."""
+    named = {m for cell in nb.cells if cell.cell_type == "code"
+             for m in re.findall(r"\blab_utils(?:\.\w+)*", cell.source)}
+    modules = {"lab_utils.grading"}
+    for dotted in named:
+        parts = dotted.split(".")
+        for cut in range(len(parts), 1, -1):
+            path = PACKAGE_DIR.joinpath(*parts[1:cut])
+            if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+                modules.add(".".join(parts[:cut]))
+                break
+    return sorted(m for m in modules if not m.startswith("lab_utils.course"))
+
+
+class Seal(Preprocessor):
+    """Before execution: a first cell that reports the kernel's state, a proof line per test cell."""
+
+    def preprocess(self, nb, resources):
+        sealed = {}
+        for cell in nb.cells:
+            if _is_test(cell):
+                nonce = secrets.token_hex(16)
+                sealed[_meta(cell)["grade_id"]] = {"nonce": nonce, "source": cell.source}
+                cell.source += _proof(nonce)
+        nb.cells.insert(0, nbformat.v4.new_code_cell(_report_call("", _preload(nb))))
+        resources[KEY] = {"sealed": sealed, "died_at": None}
+        return nb, resources
+
+
+class SurviveKernelDeath:
+    """Mixed into nbgrader's Execute by `install`: a kernel that dies (`os._exit`, a crash) ends
+    the run instead of failing it, so the cells that did not run can be judged and scored zero."""
+
+    def preprocess_cell(self, cell, resources, index):
+        self._index = index
+        return super().preprocess_cell(cell, resources, index)
+
+    def preprocess(self, nb, resources=None, km=None):
+        try:
+            return super().preprocess(nb, resources, km)
+        except DeadKernelError:
+            resources[KEY]["died_at"] = self._index
+            return nb, resources
+
+
+def _reports(cell) -> list[dict]:
+    return [out["data"][MIME] for out in cell.get("outputs", []) if MIME in out.get("data", {})]
+
+
+def _loaded_elsewhere(state: dict) -> list[str]:
+    """lab_utils modules that are not the course's own files (a package shipped with the submission)."""
+    return sorted(f"{name} was loaded from {desc.split(' ')[1]}" for name, desc in state["modules"].items()
+                  if name.startswith("lab_utils") and not _inside_package(desc.split(" ")[1]))
+
+
+def _inside_package(file: str) -> bool:
+    return file != "None" and Path(file).resolve().is_relative_to(PACKAGE_DIR)
+
+
+def _changes(kind: str, before: dict, after: dict) -> list[str]:
+    """The names whose value differs from `before`, or that are gone from `after`."""
+    names = sorted(k for k in before if after.get(k) != before[k])
+    if not names:
+        return []
+    listed = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return [f"{'sys.modules entries replaced' if kind == 'modules' else 'changed'}: {listed}"]
+
+
+def _judge(cell, seal: dict, first: dict, seen: dict) -> list[str]:
+    """Why a test cell that shows no error did not run as released ([] if it did)."""
+    reports = _reports(cell)
+    if not reports:
+        if cell.get("execution_count") is None:
+            return ["it did not run"]
+        return ["it never reached its last line (its code was replaced or cut short)"]
+    report = reports[-1]
+    reasons = []
+    if len(reports) > 1 or MIME not in cell.outputs[-1].get("data", {}) or report["nonce"] != seal["nonce"]:
+        reasons.append("its proof was forged")
+    expected = TransformerManager().transform_cell(seal["source"] + _proof(seal["nonce"]))
+    if report["ran"] != hashlib.sha256(expected.encode()).hexdigest():
+        reasons.append("the code that ran is not the released cell")
+    reasons += [f"tracing was on ({t})" for t in report["tracing"]]
+    if report["custom_exceptions"]:
+        reasons.append(f"a custom exception handler caught {', '.join(report['custom_exceptions'])}")
+    for kind, items in report["hooks"].items():
+        added = [i for i in items if i not in first["hooks"].get(kind, [])]
+        gone = [i for i in first["hooks"].get(kind, []) if i not in items]
+        if added or gone:
+            reasons.append(f"{kind}: {', '.join(added + gone)}")
+    reasons += _loaded_elsewhere(report)
+    reasons += [r for r in report["objects"].values() if r.startswith("code from")][:1]
+    for kind in ("modules", "objects"):
+        # A module imported after the first report is compared with the first proof that saw it.
+        seen[kind] = {**report[kind], **seen[kind], **first[kind]}
+        reasons += _changes(kind, seen[kind], report[kind])
+    return reasons
+
+
+class Verify(Preprocessor):
+    """After execution: drop the first cell, judge every test cell's proof, give a test cell that
+    did not run as released an error output, and write the reasons beside the notebook."""
+
+    def preprocess(self, nb, resources):
+        state = resources[KEY]
+        died_at = state["died_at"]
+        first_cell = nb.cells.pop(0)
+        first = (_reports(first_cell) or [None])[0]
+        notes = []
+        if first is None:
+            notes.append("the grader's first cell did not report: nothing could be checked")
+        else:
+            notes += [f"before any test ran: {r}" for r in _loaded_elsewhere(first)]
+        seen = {"modules": {}, "objects": {}}
+        for index, cell in enumerate(nb.cells, start=1):
+            grade_id = _meta(cell).get("grade_id")
+            seal = state["sealed"].get(grade_id)
+            if not (seal and _is_test(cell)):
+                continue
+            if died_at is not None and index >= died_at:
+                reasons = [f"the kernel exited before {grade_id} finished"]
+            elif first is None or any(o["output_type"] == "error" for o in cell.outputs):
+                reasons = []  # failed: no points in any case (or, no first report: noted once above)
+            else:
+                reasons = _judge(cell, seal, first, seen)
+            cell.source = seal["source"]
+            cell.outputs = [o for o in cell.outputs if MIME not in o.get("data", {})]
+            if reasons or first is None:
+                text = "; ".join(reasons) or "not checked"
+                cell.outputs.append(nbformat.v4.new_output(
+                    "error", ename="IntegrityError", evalue=f"{grade_id} did not run as released: {text}",
+                    traceback=[f"IntegrityError: {grade_id} did not run as released: {text}"]))
+                if reasons:
+                    notes.append(f"{grade_id} did not run as released: {text}")
+        submission = nb.metadata.pop(KEY, {}).get("submission", [])
+        record = {"submission": submission, "execution": notes}
+        path = Path(resources["metadata"]["path"]) / f"{resources['nbgrader']['notebook']}.integrity.json"
+        path.write_text(json.dumps(record, indent=1), encoding="utf-8")
+        return nb, resources
+
+
+def install(c: Config) -> None:
+    """Add the three steps to nbgrader's autograde in `c` (call it after the rest of the config)."""
+    sanitize = list(c.Autograde.get("sanitize_preprocessors", Autograde.sanitize_preprocessors.default()))
+    steps = list(c.Autograde.get("autograde_preprocessors", Autograde.autograde_preprocessors.default()))
+    if CompareWithRelease in sanitize:
+        return
+    at = next(i for i, step in enumerate(steps) if isinstance(step, type) and issubclass(step, Execute))
+    execute = type(f"Surviving{steps[at].__name__}", (SurviveKernelDeath, steps[at]), {})
+    c.Autograde.sanitize_preprocessors = [CompareWithRelease, *sanitize]
+    c.Autograde.autograde_preprocessors = [*steps[:at], Seal, execute, Verify, *steps[at + 1:]]
+
+
+def findings(autograded_notebook: Path) -> list[str]:
+    """Why a submission did not run as released, from the record beside its autograded notebook."""
+    record = Path(autograded_notebook).with_suffix(".integrity.json")
+    if not record.exists():
+        return [f"not checked for tampering: no {record.name} (autograde did not finish, or ran without "
+                "lab_utils.course.integrity)"]
+    data = json.loads(record.read_text(encoding="utf-8"))
+    return data["submission"] + data["execution"]

@@ -1,0 +1,138 @@
+"""Student code runs in a sandbox while nbgrader grades it.
+
+Only the kernel is sandboxed, not nbgrader: the kernel that runs a submission is started by
+Debian's bubblewrap (`bwrap`) with the whole system read-only, the submission's working copy
+(autograded/<student>/<lesson>/) the only writable folder, a private /tmp, no network, and the
+instructor's folders (solutions/, submitted/, autograded/, feedback/) out of sight. `prlimit`
+caps its memory (address space) and CPU time; nbgrader's per-cell timeout stops a hang.
+
+The kernel talks to nbgrader over unix sockets (ZMQ's `ipc` transport) in a folder shared with
+the sandbox, since TCP on 127.0.0.1 does not cross into a sandbox without a network.
+
+Limits, in nbgrader_config.py (defaults below):
+
+    c.Sandbox.memory_mb = 2048     # address space of the kernel
+    c.Sandbox.cpu_seconds = 300    # CPU time of the kernel, the whole notebook together
+    c.Sandbox.tmp_mb = 256         # size of its private /tmp
+    c.Sandbox.enabled = True       # False only where bubblewrap cannot run (`--unsafe`)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from nbgrader.converters import Autograde
+from nbgrader.preprocessors import Execute
+from traitlets import Bool, Integer
+from traitlets.config import Config, Configurable
+
+INSTRUCTOR_FOLDERS = ("solutions", "submitted", "autograded", "feedback")
+# What each error means when the sandbox or the timeout stopped a cell.
+STOPPED = {
+    "CellTimeoutError": "a cell ran past the per-cell timeout and was interrupted",
+    "MemoryError": "the memory cap stopped an allocation",
+    "Read-only file system": "a write outside the submission's folder was refused",
+    "Network is unreachable": "a network connection was refused (no network in the sandbox)",
+    "Connection refused": "a network connection was refused (no network in the sandbox)",
+}
+
+
+class Sandbox(Configurable):
+    """The limits of the sandbox (set them in nbgrader_config.py as `c.Sandbox.<name>`)."""
+
+    enabled = Bool(True, help="Run student code under bubblewrap; False only with --unsafe.").tag(config=True)
+    memory_mb = Integer(2048, help="Address-space cap of the kernel, in MiB.").tag(config=True)
+    cpu_seconds = Integer(300, help="CPU-time cap of the kernel over the whole notebook.").tag(config=True)
+    tmp_mb = Integer(256, help="Size of the kernel's private /tmp, in MiB.").tag(config=True)
+
+    def command(self, kernel: list[str], workdir: str, sockets: str, course_root: str | None) -> list[str]:
+        """The kernel's argv wrapped in bwrap and prlimit."""
+        hidden = []
+        for name in INSTRUCTOR_FOLDERS if course_root else ():
+            folder = os.path.join(course_root, name)
+            if os.path.isdir(folder):
+                hidden += ["--tmpfs", folder]
+        return [
+            "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--size", str(self.tmp_mb * 2**20), "--tmpfs", "/tmp",
+            *hidden,
+            "--bind", workdir, workdir, "--bind", sockets, sockets,
+            # The hidden folders hold nothing; make them read-only so a write there fails loudly.
+            *[arg for i in range(1, len(hidden), 2) for arg in ("--remount-ro", hidden[i])],
+            "--unshare-net", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+            "--setenv", "LAB_WORK_DIR", "/tmp/work", "--setenv", "IPYTHONDIR", "/tmp/ipython",
+            "--setenv", "MPLCONFIGDIR", "/tmp/matplotlib", "--chdir", workdir,
+            "prlimit", f"--as={self.memory_mb * 2**20}", f"--cpu={self.cpu_seconds}", "--", *kernel,
+        ]
+
+
+def available() -> bool:
+    return shutil.which("bwrap") is not None and shutil.which("prlimit") is not None
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """A kernel started inside the sandbox, reached over unix sockets."""
+
+    @property
+    def kernel_spec(self):
+        spec = super().kernel_spec
+        if spec is not None:
+            # SIGINT to the process group would stop bwrap itself; ask the kernel instead.
+            spec.interrupt_mode = "message"
+        return spec
+
+    async def _async_pre_start_kernel(self, **kw):
+        self._sandbox = Sandbox(parent=self)
+        if self._sandbox.enabled:
+            if not available():
+                raise RuntimeError("bubblewrap is not installed (apt-get install bubblewrap): student code "
+                                   "would run with your rights; `--unsafe` grades without a sandbox")
+            # A short path of its own: a unix socket's path is limited to about 100 bytes.
+            self._sockets = tempfile.mkdtemp(prefix="lab-kernel-")
+            self.connection_file = os.path.join(self._sockets, "kernel.json")
+            self.transport = "ipc"
+            self.ip = os.path.join(self._sockets, "ipc")
+        return await super()._async_pre_start_kernel(**kw)
+
+    def format_kernel_cmd(self, extra_arguments=None) -> list[str]:
+        cmd = super().format_kernel_cmd(extra_arguments)
+        if not self._sandbox.enabled:
+            return cmd
+        workdir = os.path.realpath(self._launch_args.get("cwd") or os.getcwd())
+        return self._sandbox.command(cmd, workdir, self._sockets, self.config.CourseDirectory.get("root"))
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart)
+        if getattr(self, "_sockets", None) and not restart:
+            shutil.rmtree(self._sockets, ignore_errors=True)
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's Execute step with the kernel in the sandbox."""
+
+    def __init__(self, **kw):
+        kw.setdefault("kernel_manager_class", SandboxKernelManager)
+        super().__init__(**kw)
+
+
+def install(c: Config) -> None:
+    """Autograde executes with SandboxedExecute in place of nbgrader's Execute."""
+    steps = c.Autograde.get("autograde_preprocessors") or Autograde.class_traits()["autograde_preprocessors"].default()
+    c.Autograde.autograde_preprocessors = [SandboxedExecute if step is Execute else step for step in steps]
+
+
+def incidents(nb) -> list[str]:
+    """What the sandbox or the timeout stopped, by graded cell (or cell number), from the outputs."""
+    found = []
+    for number, cell in enumerate(nb.cells, 1):
+        name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or f"cell {number}"
+        for output in cell.get("outputs", []):
+            if output.get("output_type") != "error":
+                continue
+            said = f"{output.get('ename')}: {output.get('evalue')}"
+            found += [f"{name}: {why}" for key, why in STOPPED.items() if key in said]
+    return list(dict.fromkeys(found))
