@@ -74,11 +74,15 @@ class RunRecord(Strict):
 
     @property
     def real_failure(self) -> bool:
-        """The run failed, and not because of the environment: its last error (if any) is real."""
-        if self.outcome != "failed":
-            return False
-        errors = [call for call in self.tool_calls if call.error]
-        return not errors or not errors[-1].transient
+        return failed_for_real(self)
+
+
+def failed_for_real(run: RunRecord) -> bool:
+    """The run failed, and not because of the environment: its last error (if any) is real."""
+    if run.outcome != "failed":
+        return False
+    errors = [call for call in run.tool_calls if call.error]
+    return not errors or not errors[-1].transient
 
 
 class RunRecordError(ValueError):

@@ -47,7 +47,7 @@ def corrected(run: RunRecord) -> bool:
 
 @dataclass(frozen=True)
 class Signals:
-    tool_calls: int  # calls that did not fail transiently: retries after a timeout are not work
+    tool_calls: int  # calls that did not fail transiently: a call that timed out is not work, its retry is
     real_errors: int
     transient_errors: int  # kept for the record; no signal below depends on it
     correction: bool  # the user corrected the agent
