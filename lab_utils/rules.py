@@ -19,7 +19,10 @@ from __future__ import annotations
 import heapq
 import math
 import re
+import unicodedata
 import weakref
+
+import phonenumbers
 
 from lab_utils.files import utf8_encodable
 from lab_utils.memory import KINDS, Memory, MemoryStore
@@ -32,54 +35,144 @@ REJECTED_UNVERIFIED = "rejected: unverified claim"
 
 # -- redact --------------------------------------------------------------------------------
 
-# Every quantifier that can meet a long run is possessive (*+, ++): no backtracking into it,
-# so redact() stays linear on a pasted blob (a megabyte without a space, a long URL, base64).
-# An email starts only where a run of its characters starts (the lookbehind): a match that
-# starts inside the run would end at the same "@" anyway, and trying each start is quadratic.
-_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
+# Text is NFC-normalized first: "josé" typed as "jose" + a combining accent is the same address.
+# Every quantifier that can meet a long run is possessive (*+, ++) and every pattern starts only
+# where a run starts (the lookbehinds), so redact() stays linear on a pasted blob.
 
-# What people put between the digit groups of a phone, including the non-breaking, narrow
-# no-break and thin spaces and the non-breaking and en dashes of text pasted from documents.
-_SEP = r"[ \t().\-\u00a0\u202f\u2009\u2011\u2013]"
+# An email: a quoted local part ("john doe"@example.com) or a run of what RFC 5322 allows before
+# the "@" (letters of any script, digits, !#$%&'*+-/=?^_`{|}~ and dots), then a domain of labels
+# in any script, or an address literal ([127.0.0.1]).
+_LABEL = r"[^\s@<>()\[\]{},;:\"'.!?/\\|=*+&%$#~^`]++"
+_EMAIL = re.compile(r'(?:"(?:[^"\\\r\n]|\\.){1,64}+"|(?<![^\s<>()\[\],;:"])[^\s@<>()\[\],;:"]++)'
+                    rf"@(?:\[[^\]\s]{{1,64}}\]|{_LABEL}(?:\.{_LABEL})++)")
 
-# A real-looking calendar date: month 01-12, day 01-31 (0612-34-56 is no date).
-_DATE = r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+# What people put between the digit groups of a phone, including "/" (0221/1234567) and the
+# non-breaking, narrow no-break and thin spaces and the dashes of text pasted from documents.
+_SEP = r"[ \t().\-/\u00a0\u202f\u2009\u2010\u2011\u2012\u2013]"
+_EXTENSION = r"(?i:[ \t]*+(?:;ext=|ext\.?|extension|x|\#)[ \t]*+\d{1,6}+)"
+# A phone candidate: optional tel: (RFC 3966), "+" or "(", digit groups joined by separators,
+# an optional extension. It may not continue an identifier, a version or a decimal (t-8801,
+# C-4471, v2.1, #4e32ff). Whether it IS a phone is decided afterwards, in Python (_is_phone):
+# a pattern that could fail at its end would be retried from every later digit (quadratic).
+_CANDIDATE = re.compile(rf"(?<![\w+\-/.,#])(?:tel:)?+[+(]?+\+?+\d(?:{_SEP}*+\d)*+{_EXTENSION}?+")
 
-# One pattern, two alternatives tried at the same place: a date is consumed first and kept, so
-# 2026-01-05 is never read as a phone number. A date with a time is kept whatever follows; a
-# bare date only if no further digit group follows it (another date may: a range), so
-# 0612-12-04-78 and 0049-10-12 34 567 are phones. Otherwise a phone candidate: an optional +
-# or "(", then digit groups joined by separators. It may not continue an identifier (t-8801,
-# C-4471, kb-101 stay whole).
-_DATE_OR_PHONE = re.compile(
-    rf"(?P<date>\b{_DATE}(?:[T ]\d{{2}}:\d{{2}}(?::\d{{2}})?\b|\b(?!{_SEP}(?!{_DATE})\d)))"
-    rf"|(?<![\w+\-])(?P<phone>[+(]?\d(?:{_SEP}*+\d)++)"
+MIN_PHONE_DIGITS = 7  # a run this long is a phone unless it has the shape of something else
+MIN_SHORT_PHONE_DIGITS = 5  # small territories' numbers (+290 22158): only with a phone word near
+
+_D = r"(?:0?[1-9]|[12]\d|3[01])"  # day
+_M = r"(?:0?[1-9]|1[0-2])"  # month
+_Y = r"(?:1[89]\d\d|20\d\d)"  # a plausible four-digit year
+_DATE = (rf"(?:{_Y}(?P<s1>[-/.]){_M}(?P=s1){_D}|{_D}(?P<s2>[-/.]){_M}(?P=s2)(?:{_Y}|\d\d)"
+         rf"|{_M}(?P<s3>[-/.]){_D}(?P=s3)(?:{_Y}|\d\d))")
+# Shapes of numbers that are not personal, matched against the whole candidate:
+_NOT_A_PHONE = re.compile(
+    rf"{_DATE}"                                     # 2026-01-05, 21.05.2021, 3/15/2024, 1.19.14
+    r"|(?:0|[1-9]\d*)\.\d+"                          # a decimal: 3.14159265 (not 010.0000)
+    r"|\d+(?:\.\d+)*\.\d\.\d+(?:\.\d+)*"             # a version with a one-digit part: 10.0.19041
+    r"|1\d{9}|1\d{12}"                              # a Unix timestamp in s or ms (2001-2033)
+    r"|\d{5}-\d{4}"                                  # a US ZIP+4 code: 02540-4119
+    r"|(?P<low>\d{4,})\s*[-\u2013]\s*(?P<high>\d{4,})"  # a range, checked in _is_range
 )
-MIN_PHONE_DIGITS = 7  # shorter digit runs are counts, order numbers and ticket numbers
+# A date, maybe compact, then an hour: "2026-01-05 09" + ":14", "20120102 08" + ":00".
+_DATE_THEN_HOUR = re.compile(rf"(?:{_DATE}|{_Y}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01]))(?:T|\s+)\d{{1,2}}")
+# Labels that say what the number is: an identifier, a code, money.
+_LABELLED = re.compile(
+    r"(?i:\b(?:isbn(?:-1[03])?|issn|ean(?:-?13)?|gtin|upc|barcode|order|invoice|inv|ticket|case|ref|sku"
+    r"|tracking|version|build|release)\b\W{0,4}(?:(?:no|nr|number|id)\b\W{0,3})?"
+    r"|[$€£¥₴₹]\s?|\b(?:usd|eur|gbp|uah|chf|pln)\s?)$")
+_CURRENCY_AFTER = re.compile(r"(?i:\s?(?:[$€£¥₴₹]|(?:usd|eur|gbp|uah|chf|pln)\b))")
+# Words that say a number nearby (40 characters either side) is a phone: they admit the short
+# numbers of small territories.
+_PHONE_WORD = re.compile(r"(?i:\b(?:call|phone|tel|telephone|mobile|cell|fax|whatsapp|sms|dial|ring"
+                         r"|callback|number)\b)")
 
 
-def _is_phone(candidate: str) -> bool:
-    # Erring on the side of [PHONE]: a long order number lost is cheap, a phone on disk is not.
-    return sum(c.isdigit() for c in candidate) >= MIN_PHONE_DIGITS
+def _digits(candidate: str) -> str:
+    return "".join(c for c in candidate if c.isdigit())
 
 
-def _phone_or_keep(match: re.Match) -> str:
-    phone = match.group("phone")
-    return "[PHONE]" if phone is not None and _is_phone(phone) else match.group(0)
+def _ean_checksum_ok(digits: str) -> bool:
+    total = sum(int(d) * (3 if i % 2 else 1) for i, d in enumerate(digits[:-1]))
+    return (10 - total % 10) % 10 == int(digits[-1])
+
+
+def _is_isbn(number: str) -> bool:
+    """An ISBN-13 (978/979, EAN check digit) or an ISBN-10 in its four hyphenated groups."""
+    digits = _digits(number)
+    if len(digits) == 13 and digits.startswith(("978", "979")):
+        return _ean_checksum_ok(digits)
+    # (An ISBN-10 whose check digit is X ends in "-X": it continues as a word, see _is_phone.)
+    return len(digits) == 10 and re.fullmatch(r"\d{1,5}-\d{1,7}-\d{1,7}-\d", number) is not None \
+        and sum((10 - i) * int(d) for i, d in enumerate(digits)) % 11 == 0
+
+
+def _is_range(match: re.Match) -> bool:
+    """1000-2000, 1998-2024: two numbers of one length, rising, round or years (a phone's are not)."""
+    low, high = match.group("low"), match.group("high")
+    years = all(re.fullmatch(_Y, n) for n in (low, high))
+    return len(low) == len(high) and int(low) < int(high) and (years or high.endswith("00"))
+
+
+def _is_international(candidate: str) -> bool:
+    return "+" in candidate or candidate.lstrip("(").startswith(("00", "011"))
+
+
+def _possible_international(candidate: str) -> bool:
+    """Is the number a possible one for its country code, as libphonenumber knows them?"""
+    digits = _digits(candidate)
+    digits = digits[2:] if digits.startswith("00") else digits[3:] if digits.startswith("011") else digits
+    try:
+        return phonenumbers.is_possible_number(phonenumbers.parse("+" + digits))
+    except phonenumbers.NumberParseException:
+        return False
+
+
+def _is_phone(text: str, match: re.Match) -> bool:
+    candidate = match.group().removeprefix("tel:")
+    number = re.sub(_EXTENSION + "$", "", candidate).strip("()+ ")
+    before, after = text[max(0, match.start() - 40):match.start()], text[match.end():match.end() + 40]
+    if re.match(r"[-./]?[^\W_]", after) or before.endswith(":") and before[-2:-1].isdigit():
+        return False  # it continues a word or a time: 2024-03-15T14:30Z, a SHA, 1.2.post1, 09:14:07.123
+    if after.startswith(":") and _DATE_THEN_HOUR.fullmatch(number):  # 2026-01-05 09:14
+        return False
+    if _LABELLED.search(before) or _CURRENCY_AFTER.match(after):
+        return False
+    if _is_international(candidate):
+        return sum(map(str.isdigit, number)) >= MIN_PHONE_DIGITS or _possible_international(number)
+    shape = _NOT_A_PHONE.fullmatch(number)
+    if shape and (shape.group("low") is None or _is_range(shape)) or _is_isbn(number):
+        return False
+    digits = sum(map(str.isdigit, number))
+    return digits >= MIN_PHONE_DIGITS or (
+        digits >= MIN_SHORT_PHONE_DIGITS and _PHONE_WORD.search(before + " " + after) is not None)
+
+
+def _pii_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, placeholder) of every email and phone in `text` (already NFC), in order."""
+    spans = [(m.start(), m.end(), "[EMAIL]") for m in _EMAIL.finditer(text)]
+    without_emails = _EMAIL.sub(lambda m: " " * len(m.group()), text)  # same offsets, no digits
+    spans += [(m.start(), m.end(), "[PHONE]") for m in _CANDIDATE.finditer(without_emails)
+              if _is_phone(without_emails, m)]
+    return sorted(spans)
 
 
 def redact(text: str) -> str:
-    """Replace emails by [EMAIL] and phone numbers (local or international) by [PHONE]."""
-    return _DATE_OR_PHONE.sub(_phone_or_keep, _EMAIL.sub("[EMAIL]", text))
+    """Replace emails by [EMAIL] and phone numbers (local or international) by [PHONE].
+
+    The text is NFC-normalized first, so the result is NFC too.
+    """
+    text = unicodedata.normalize("NFC", text)
+    out, last = [], 0
+    for start, end, placeholder in _pii_spans(text):
+        out += [text[last:start], placeholder]
+        last = end
+    return "".join(out) + text[last:]
 
 
 def find_pii(text: str) -> list[str]:
-    """The emails and phone numbers in `text`, as written, in order: what redact replaces."""
-    found = [(m.start(), m.group()) for m in _EMAIL.finditer(text)]
-    without_emails = _EMAIL.sub(lambda m: " " * len(m.group()), text)  # same offsets, no digits
-    found += [(m.start(), m.group("phone")) for m in _DATE_OR_PHONE.finditer(without_emails)
-              if m.group("phone") is not None and _is_phone(m.group("phone"))]
-    return [span for _, span in sorted(found)]
+    """The emails and phone numbers in `text` (NFC-normalized), in order: what redact replaces."""
+    text = unicodedata.normalize("NFC", text)
+    return [text[start:end] for start, end, _ in _pii_spans(text)]
 
 
 # -- what Rule 1 keeps out: raw observations ----------------------------------------------

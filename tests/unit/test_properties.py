@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from lab_utils.memory import MemoryStore
+from pii_shapes import NOT_A_PHONE
 from lab_utils.rules import remember
 
 # -- the PII strategies -------------------------------------------------------------------
@@ -75,6 +76,7 @@ def generated_phones(draw, separators=(" ", "-", ".", "")) -> str:
         number += draw(sep) + group
     if sum(c.isdigit() for c in number) < PHONE_DIGITS:
         number += draw(sep) + draw(_digits(4, 4))
+    assume(not NOT_A_PHONE.fullmatch(number))  # a decimal, a date, a timestamp: not a phone
     return number
 
 
