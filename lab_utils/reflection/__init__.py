@@ -18,13 +18,14 @@ from lab_utils.reflection.reflect import (SCHEMA, Outcome, Reflection, Reflector
 from lab_utils.reflection.scheduler import AgentStatus, Decision, Schedule, plan_cycle
 from lab_utils.reflection.signals import Signals, extract_signals, is_correction, signal_history
 from lab_utils.reflection.skills import Skill, SkillError, SkillFileError, SkillStore, new_skill
-from lab_utils.reflection.trigger import THRESHOLD, WEIGHTS, Score, score
+from lab_utils.reflection.trigger import THRESHOLD, WEIGHTS, Score, choose_threshold, score, threshold_cost
 
 __all__ = [
     "AgentStatus", "Decision", "Outcome", "Packet", "RUNS_DIR", "Reflection", "Reflector",
     "RunRecord", "RunRecordError", "SCHEMA", "Schedule", "Score", "SelfMemo", "Signals", "Skill",
     "SkillError", "SkillFileError", "SkillStore", "THRESHOLD", "ToolCall", "Turn", "WEIGHTS",
-    "build_packet", "build_request", "estimate_tokens", "extract_signals", "is_correction",
+    "build_packet", "build_request", "choose_threshold", "estimate_tokens", "extract_signals", "is_correction",
     "lint_rule", "load_memo", "load_runs", "new_skill", "plan_cycle", "reflect", "save_memo",
     "score", "signal_history", "simulate", "skill_metrics", "suggest", "system_prompt",
+    "threshold_cost",
 ]

@@ -54,3 +54,26 @@ def score(signals: Signals, weights: Mapping[str, float] = WEIGHTS,
     fired = {name: weights[name] for name in signals.fired()}
     # Rounded so that the order of the additions cannot move a sum across the threshold.
     return Score(round(sum(fired.values()), 6), fired, threshold)
+
+
+# Choosing the threshold from runs a person labelled "worth a reflection" (True) or not.
+# A miss lets the agent repeat its mistake; a false alarm costs one cheap call that may save
+# nothing. So a miss counts twice.
+MISS_COST = 2
+
+
+def threshold_cost(scores: Mapping[str, float], labels: Mapping[str, bool], threshold: float) -> int:
+    """MISS_COST x misses + false alarms of `threshold` on labelled runs (both keyed by run id)."""
+    if scores.keys() != labels.keys():
+        raise ValueError(f"scores and labels must cover the same runs; only in one of them: "
+                         f"{sorted(scores.keys() ^ labels.keys())}")
+    misses = sum(labels[run] and scores[run] < threshold for run in scores)
+    false_alarms = sum(not labels[run] and scores[run] >= threshold for run in scores)
+    return MISS_COST * misses + false_alarms
+
+
+def choose_threshold(scores: Mapping[str, float], labels: Mapping[str, bool], candidates) -> float:
+    """The candidate of lowest cost; at equal cost the highest (fewer reflections)."""
+    if not candidates:
+        raise ValueError("no candidate thresholds to choose from")
+    return min(candidates, key=lambda t: (threshold_cost(scores, labels, t), -t))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from lab_utils.reflection import (AgentStatus, RunRecord, RunRecordError, Schedule, Score,
                                   build_packet, estimate_tokens, extract_signals, is_correction,
                                   load_runs, plan_cycle, score, signal_history, simulate,
-                                  skill_metrics)
+                                  skill_metrics, choose_threshold, threshold_cost)
 from lab_utils.reflection.records import TRANSIENT_ERRORS
 
 UTC = dt.timezone.utc
@@ -150,6 +150,21 @@ def test_reaching_the_threshold_is_enough_whatever_the_float_sum():
                               make_run(run_id="2", at=T0 + dt.timedelta(hours=1),
                                        tools=("t!not_found", "t"))])["2"], weights)
     assert s.fired == {"recovered": 0.3, "known_weakness": 0.4} and s.total == 0.7 and s.reflect
+
+
+def test_a_threshold_costs_two_per_miss_and_one_per_false_alarm_and_reaching_it_reflects():
+    scores, labels = {"a": 0.9, "b": 0.5, "c": 0.0}, {"a": True, "b": False, "c": False}
+    assert [threshold_cost(scores, labels, t) for t in (0.0, 0.5, 0.9, 1.0)] == [2, 1, 0, 2]
+    with pytest.raises(ValueError, match=r"same runs.*\['d'\]"):
+        threshold_cost(scores, {**labels, "d": True}, 0.7)
+
+
+def test_the_cheapest_threshold_wins_and_a_tie_goes_to_the_highest():
+    scores, labels = {"a": 0.9, "b": 0.5}, {"a": True, "b": False}
+    assert choose_threshold(scores, labels, [0.5, 0.7, 0.9, 1.0]) == 0.9
+    assert choose_threshold(scores, labels, [1.0, 0.5]) == 0.5  # a miss (2) costs more than a false alarm (1)
+    with pytest.raises(ValueError, match="no candidate"):
+        choose_threshold(scores, labels, [])
 
 
 @given(calls=st.lists(st.tuples(st.sampled_from(["query", "refund", "send"]), st.sampled_from(sorted(TRANSIENT_ERRORS))),
