@@ -6,6 +6,7 @@ Dates are canonical YYYY-MM-DD strings, so comparing the text compares the calen
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import Annotated, Literal, Protocol
 
@@ -14,13 +15,14 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StringConstr
 
 
 def _calendar_date(text: str) -> str:
+    # Only the canonical spelling sorts right as text: 2026-1-9, 20260109 and 2026-W02-5 are
+    # real days written another way, and 2026-02-30 is no day at all.
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
+        raise ValueError(f"{text!r} is not in canonical YYYY-MM-DD form (e.g. 2026-01-09)")
     try:
-        parsed = date.fromisoformat(text)
+        date.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not a real calendar date in YYYY-MM-DD form") from None
-    # fromisoformat also accepts 20260105 and week dates; only the canonical form sorts right.
-    if parsed.isoformat() != text:
-        raise ValueError(f"{text!r} is not in canonical YYYY-MM-DD form ({parsed.isoformat()})")
+        raise ValueError(f"{text!r} is not a real calendar date") from None
     return text
 
 

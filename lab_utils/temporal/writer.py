@@ -19,6 +19,8 @@ from .records import STRICT, MemoryRecord, Records, owner, scope
 # refused by name, not by guessing whether a value looks secret.
 ALLOWED_KEYS = frozenset({"city", "language", "timezone", "delivery", "color", "plan"})
 
+Update = Literal["store", "reuse", "conflict", "backfill"]
+
 
 class WriteResult(BaseModel):
     model_config = STRICT
@@ -54,6 +56,19 @@ def _closed(record: MemoryRecord, end: str) -> MemoryRecord:
     return MemoryRecord.model_validate({**record.model_dump(), "valid_to": end})
 
 
+def classify_update(active: MemoryRecord | None, fact: Fact, deduplicate: bool = False) -> Update:
+    """What an admitted fact does to its slot's active record (rule 5 of the policy)."""
+    if active is None:
+        return "store"
+    if fact.valid_from < active.valid_from:
+        return "backfill"
+    if fact.valid_from == active.valid_from:
+        return "reuse" if fact.value == active.value else "conflict"
+    if deduplicate and fact.value == active.value:
+        return "reuse"
+    return "store"
+
+
 def write(records: Records, event: WriteEvent, config: Config,
           new_id: str) -> tuple[Records, WriteResult]:
     """Apply one write event to `records`; return the new records and what happened."""
@@ -72,22 +87,18 @@ def write(records: Records, event: WriteEvent, config: Config,
             reason=f"confidence {fact.confidence} below min_confidence {config.min_confidence}")
 
     active = next((r for r in records if scope(r) == scope(fact) and r.valid_to is None), None)
-    if active is not None:
-        if fact.valid_from < active.valid_from:
-            return records, _rejected(
-                f"backfill: valid_from {fact.valid_from} is earlier than active {active.id} "
-                f"(from {active.valid_from}); late history is not reconstructed")
-        if fact.valid_from == active.valid_from:
-            if fact.value != active.value:
-                return records, _rejected(
-                    f"conflict: {active.id} already holds {active.value!r} "
-                    f"from {active.valid_from}")
-            return records, WriteResult(
-                status="reused", reason="same value, same date", record_id=active.id)
-        if config.deduplicate and fact.value == active.value:
-            return records, WriteResult(
-                status="reused", reason=f"deduplicated: confirms active {active.id}",
-                record_id=active.id)
+    decision = classify_update(active, fact, config.deduplicate)
+    if decision == "backfill":
+        return records, _rejected(
+            f"backfill: valid_from {fact.valid_from} is earlier than active {active.id} "
+            f"(from {active.valid_from}); late history is not reconstructed")
+    if decision == "conflict":
+        return records, _rejected(
+            f"conflict: {active.id} already holds {active.value!r} from {active.valid_from}")
+    if decision == "reuse":
+        reason = ("same value, same date" if fact.valid_from == active.valid_from
+                  else f"deduplicated: confirms active {active.id}")
+        return records, WriteResult(status="reused", reason=reason, record_id=active.id)
 
     new = MemoryRecord(
         tenant=fact.tenant, user=fact.user, entity=fact.entity, key=fact.key,

@@ -2,7 +2,8 @@
 
 import pytest
 
-from lab_utils.temporal import Config, TemporalMemory, WriteEvent
+from lab_utils.temporal import Config, Fact, MemoryRecord, TemporalMemory, WriteEvent
+from lab_utils.temporal.writer import classify_update
 
 ADA = ("north", "ada")
 
@@ -255,3 +256,20 @@ def test_apply_dispatches_on_the_action():
     assert memory.apply(delete("2026-01-03")).deleted_ids == ["m001"]
     with pytest.raises(ValueError, match="action"):
         memory.apply({"action": "forget"})
+
+
+# classify_update is rule 5 on its own (lesson 05's exercise 2 is tested against it).
+@pytest.mark.parametrize("active_from, value, dedupe, expected", [
+    (None, "Berlin", False, "store"),
+    ("2026-01-05", "Paris", False, "backfill"), ("2026-01-05", "Berlin", True, "backfill"),
+    ("2026-01-02", "Berlin", True, "reuse"), ("2026-01-02", "Paris", True, "conflict"),
+    ("2026-01-01", "Berlin", False, "store"), ("2026-01-01", "Berlin", True, "reuse"),
+    ("2026-01-01", "berlin", True, "store"),
+])
+def test_classify_update_is_rule_5_alone(active_from, value, dedupe, expected):
+    owner = {"tenant": "north", "user": "ada", "entity": "account", "key": "city",
+             "confidence": 0.9, "source": "user"}
+    active = active_from and MemoryRecord(**owner, value="Berlin", valid_from=active_from, id="m001",
+                                          source_event_id="e1", observed_at=active_from)
+    fact = Fact(**owner, value=value, kind="fact", valid_from="2026-01-02")
+    assert classify_update(active, fact, dedupe) == expected
