@@ -23,6 +23,7 @@ could forge one. What it stops is every known cheat, and the general means of hi
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import json
@@ -33,11 +34,10 @@ from pathlib import Path
 import nbformat
 from IPython.core.inputtransformer2 import TransformerManager
 from nbclient.exceptions import DeadKernelError
-from nbconvert.preprocessors import Preprocessor
 from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import Execute
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets.config import Config
 
 from lab_utils.grading import PACKAGE_DIR
@@ -50,11 +50,13 @@ MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.c
              "ipykernel.ipkernel", "ipykernel.kernelbase")
 
 
-def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[str, ...]) -> None:
+def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[str, ...],
+                  imported: dict[str, list]) -> None:
     """Publish what grading depends on. Runs inside the kernel, shipped as source: self-contained."""
     import builtins
     import hashlib
     import importlib
+    import inspect
     import marshal
     import sys
     import threading
@@ -72,11 +74,14 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         name = getattr(obj, "__qualname__", type(obj).__qualname__)
         return f"{getattr(obj, '__module__', None) or type(obj).__module__}.{name}#{id(obj)}"
 
-    def digest(func, home):
-        code = func.__code__
-        if home and code.co_filename != home:
-            return f"code from {code.co_filename}"
-        return hashlib.sha256(marshal.dumps(code)).hexdigest()[:16]
+    cells = set(shell.compile._filename_map)  # the files IPython compiled the notebook's cells as
+
+    def digest(func):
+        # A decorator's wrapper and what it wraps (which may be a builtin, without code).
+        codes = [func.__code__, getattr(inspect.unwrap(func), "__code__", func.__code__)]
+        if any(code.co_filename in cells for code in codes):
+            return "defined in the notebook"
+        return hashlib.sha256(b"".join(map(marshal.dumps, codes))).hexdigest()[:16]
 
     modules, objects = {}, {}
     watched = [n for n in sys.modules if n.split(".")[0] == "lab_utils" and not n.startswith("lab_utils.course")]
@@ -84,18 +89,18 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         module = sys.modules.get(name)
         if module is None:
             continue
-        home = getattr(module, "__file__", None) if name.startswith("lab_utils") else None
-        modules[name] = f"{type(module).__module__}.{type(module).__qualname__} {home} #{id(module)}"
+        modules[name] = (f"{type(module).__module__}.{type(module).__qualname__} "
+                         f"{getattr(module, '__file__', None)} #{id(module)}")
         for key, value in list(vars(module).items()):
             if isinstance(value, types.FunctionType):
-                objects[f"{name}.{key}"] = digest(value, home if value.__module__ == name else None)
+                objects[f"{name}.{key}"] = digest(value)
             elif isinstance(value, type):
                 objects[f"{name}.{key}"] = describe(value)
                 if value.__module__ == name:
                     for attr, member in list(vars(value).items()):
                         member = getattr(member, "__func__", member)
                         if isinstance(member, types.FunctionType):
-                            objects[f"{name}.{key}.{attr}"] = digest(member, home)
+                            objects[f"{name}.{key}.{attr}"] = digest(member)
     for key, value in vars(builtins).items():
         if callable(value):
             objects[f"builtins.{key}"] = describe(value)
@@ -122,21 +127,52 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         if frame.f_trace is not None:
             tracing.append(f"a trace function on {frame.f_code.co_name} ({describe(frame.f_trace)})")
         frame = frame.f_back
+    rebound = []  # names the test uses that the released cells imported, bound to something else now
+    for name, (module, attr) in imported.items():
+        target = sys.modules.get(module)
+        if name in shell.user_ns and shell.user_ns[name] is not (getattr(target, attr, None) if attr else target):
+            rebound.append(f"{name} is no longer {module}{'.' + attr if attr else ''}")
     ran = shell.history_manager.input_hist_parsed[-1] if nonce else ""
     publish_display_data({mime: {
         "nonce": nonce, "ran": hashlib.sha256(ran.encode()).hexdigest(), "tracing": tracing,
-        "custom_exceptions": [getattr(e, "__name__", repr(e)) for e in shell.custom_exceptions],
+        "custom_exceptions": [getattr(e, "__name__", repr(e)) for e in shell.custom_exceptions], "rebound": rebound,
         "hooks": hooks, "modules": modules, "objects": objects}})
 
 
-def _report_call(nonce: str, preload: list[str]) -> str:
+def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple]) -> str:
     """One line of code that runs `_kernel_state` in a namespace of its own."""
-    source = inspect.getsource(_kernel_state) + f"\n_kernel_state({MIME!r}, {nonce!r}, {preload!r}, {MACHINERY!r})\n"
-    return f"exec({source!r}, {{}})"
+    call = f"_kernel_state({MIME!r}, {nonce!r}, {preload!r}, {MACHINERY!r}, {imported!r})"
+    return f"exec({inspect.getsource(_kernel_state) + call!r}, {{}})"
 
 
-def _proof(nonce: str) -> str:
-    return f"\n\n# Added by the grader: this cell's proof that it ran as released.\n{_report_call(nonce, [])}\n"
+def _proof(nonce: str, imported: dict[str, tuple]) -> str:
+    return f"\n\n# Added by the grader: this cell's proof that it ran as released.\n{_report_call(nonce, [], imported)}\n"
+
+
+def _imports(nb) -> dict[str, tuple[str, str | None]]:
+    """name -> (module, attribute) for every import in the notebook's cells other than answers."""
+    found = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code" or utils.is_solution(cell):
+            continue
+        try:
+            tree = ast.parse(TransformerManager().transform_cell(cell.source))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update({a.asname or a.name.split(".")[0]: (a.name if a.asname else a.name.split(".")[0], None)
+                              for a in node.names})
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.update({a.asname or a.name: (node.module, a.name) for a in node.names if a.name != "*"})
+    return found
+
+
+def _names(source: str) -> set[str]:
+    try:
+        return {n.id for n in ast.walk(ast.parse(TransformerManager().transform_cell(source))) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return set()
 
 
 def _meta(cell) -> dict:
@@ -147,7 +183,7 @@ def _is_test(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
-class CompareWithRelease(Preprocessor):
+class CompareWithRelease(NbGraderPreprocessor):
     """Before nbgrader's checks: note edited, deleted and renamed graded cells and undo the change
     to their grading flags, so that nbgrader runs and scores the released cells."""
 
@@ -200,17 +236,18 @@ def _preload(nb) -> list[str]:
     return sorted(m for m in modules if not m.startswith("lab_utils.course"))
 
 
-class Seal(Preprocessor):
+class Seal(NbGraderPreprocessor):
     """Before execution: a first cell that reports the kernel's state, a proof line per test cell."""
 
     def preprocess(self, nb, resources):
-        sealed = {}
+        sealed, imported = {}, _imports(nb)
         for cell in nb.cells:
             if _is_test(cell):
-                nonce = secrets.token_hex(16)
-                sealed[_meta(cell)["grade_id"]] = {"nonce": nonce, "source": cell.source}
-                cell.source += _proof(nonce)
-        nb.cells.insert(0, nbformat.v4.new_code_cell(_report_call("", _preload(nb))))
+                uses = {name: imported[name] for name in sorted(_names(cell.source) & set(imported))}
+                seal = {"nonce": secrets.token_hex(16), "source": cell.source, "imported": uses}
+                sealed[_meta(cell)["grade_id"]] = seal
+                cell.source += _proof(seal["nonce"], uses)
+        nb.cells.insert(0, nbformat.v4.new_code_cell(_report_call("", _preload(nb), {})))
         resources[KEY] = {"sealed": sealed, "died_at": None}
         return nb, resources
 
@@ -265,7 +302,9 @@ def _judge(cell, seal: dict, first: dict, seen: dict) -> list[str]:
     reasons = []
     if len(reports) > 1 or MIME not in cell.outputs[-1].get("data", {}) or report["nonce"] != seal["nonce"]:
         reasons.append("its proof was forged")
-    expected = TransformerManager().transform_cell(seal["source"] + _proof(seal["nonce"]))
+    # IPython's history keeps the transformed cell without its trailing newlines.
+    expected = TransformerManager().transform_cell(seal["source"] + _proof(seal["nonce"], seal["imported"]))
+    expected = expected.rstrip("\n")
     if report["ran"] != hashlib.sha256(expected.encode()).hexdigest():
         reasons.append("the code that ran is not the released cell")
     reasons += [f"tracing was on ({t})" for t in report["tracing"]]
@@ -276,8 +315,9 @@ def _judge(cell, seal: dict, first: dict, seen: dict) -> list[str]:
         gone = [i for i in first["hooks"].get(kind, []) if i not in items]
         if added or gone:
             reasons.append(f"{kind}: {', '.join(added + gone)}")
-    reasons += _loaded_elsewhere(report)
-    reasons += [r for r in report["objects"].values() if r.startswith("code from")][:1]
+    reasons += report["rebound"] + _loaded_elsewhere(report)
+    reasons += [f"{name} was replaced by code defined in the notebook"
+                for name, value in report["objects"].items() if value == "defined in the notebook"][:3]
     for kind in ("modules", "objects"):
         # A module imported after the first report is compared with the first proof that saw it.
         seen[kind] = {**report[kind], **seen[kind], **first[kind]}
@@ -285,7 +325,7 @@ def _judge(cell, seal: dict, first: dict, seen: dict) -> list[str]:
     return reasons
 
 
-class Verify(Preprocessor):
+class Verify(NbGraderPreprocessor):
     """After execution: drop the first cell, judge every test cell's proof, give a test cell that
     did not run as released an error output, and write the reasons beside the notebook."""
 
@@ -334,7 +374,7 @@ def install(c: Config) -> None:
     if CompareWithRelease in sanitize:
         return
     at = next(i for i, step in enumerate(steps) if isinstance(step, type) and issubclass(step, Execute))
-    execute = type(f"Surviving{steps[at].__name__}", (SurviveKernelDeath, steps[at]), {})
+    execute = type(f"Surviving{steps[at].__name__}", (SurviveKernelDeath, steps[at]), {"__module__": __name__})
     c.Autograde.sanitize_preprocessors = [CompareWithRelease, *sanitize]
     c.Autograde.autograde_preprocessors = [*steps[:at], Seal, execute, Verify, *steps[at + 1:]]
 
