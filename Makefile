@@ -9,7 +9,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # instructor tools. postBuild installs the same folder on Binder; the browser test uses it too.
 STUDENT_VIEW := JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter_config
 
-.PHONY: lab lab-instructor test release autograde feedback grades bench clean
+.PHONY: lab lab-instructor test release autograde feedback grades bench grading-strength clean
 
 $(READY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,9 @@ grades: $(READY)  ## grades.csv, and where the class lost points: grades_by_exer
 
 bench: $(READY)  ## the speed figures of the README, measured in one run
 	$(BIN)/python benchmarks/bench.py
+
+grading-strength: $(READY)  ## how many planted mistakes in the solutions lose points, and fail Validate first
+	$(BIN)/python benchmarks/grading_strength.py --survivors
 
 clean:
 	rm -rf $(VENV) work artifacts/browser gradebook.db autograded feedback grades.csv grades_by_exercise.*

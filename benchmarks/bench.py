@@ -24,6 +24,8 @@ from lab_utils.noise import generate_tickets
 from lab_utils.paths import ROOT, load_data
 from lab_utils.text import tokenize
 
+import grading_strength  # benchmarks/, next to this file
+
 QUERIES = [g["query"] for g in load_data("support", "gold.json")] + [
     "export file has no rows after the filter change", "invoice copy for last month",
     "customer asks for a callback about seats", "weekly report export is empty"]
@@ -139,6 +141,9 @@ def main() -> None:
                      f"{timed(run_study, folder / 'campaign', 3, 4, 0.50):.2f} s"))
         for lesson, seconds in autograde_times(folder).items():
             rows.append((f"autograde one submission of {lesson}", f"{seconds:.1f} s"))
+    mutants = [o for outcomes in grading_strength.measure(grading_strength.LESSONS).values() for o in outcomes]
+    rows.append(("mutants of the solutions' answers (make grading-strength)",
+                 grading_strength.describe(*grading_strength.shares(mutants))))
     width = max(len(name) for name, _ in rows)
     print(f"{'measure'.ljust(width)} | result")
     print(f"{'-' * width}-|-{'-' * 40}")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -13,7 +15,7 @@ from lab_utils.course import lesson_names
 from lab_utils.paths import ROOT
 
 LESSONS = lesson_names(ROOT)
-PARTIAL = ROOT / "tests" / "fixtures" / "partial"
+FIXTURES = ROOT / "tests" / "fixtures"
 
 
 def notebook_path(folder: str, lesson: str, root: Path = ROOT) -> Path:
@@ -47,11 +49,13 @@ def stray_errors(nb) -> list[str]:
             if not ((meta.get("solution") or meta.get("grade")) and ename == "NotImplementedError")]
 
 
+def fixture_answers(kind: str, lesson: str) -> dict[str, str]:
+    """A fixture's answers by grade_id, e.g. fixture_answers("partial", "01_naive_memory")."""
+    return {grade_id: body for grade_id, _, body in fixture_sections(kind, lesson)}
+
+
 def partial_answers(lesson: str) -> dict[str, str]:
-    """The fixture's answers by grade_id: sections that start with `# %% <grade_id>`."""
-    text = (PARTIAL / f"{lesson}.py").read_text(encoding="utf-8")
-    parts = re.split(r"^# %% (\S+)[^\n]*\n", text, flags=re.M)
-    return {grade_id: body.strip() + "\n" for grade_id, body in zip(parts[1::2], parts[2::2])}
+    return fixture_answers("partial", lesson)
 
 
 def submit(root: Path, student: str, lesson: str, nb) -> Path:
@@ -72,3 +76,107 @@ def with_answers(released: Path, answers: dict[str, str]) -> nbformat.NotebookNo
     for grade_id, source in answers.items():
         cells[grade_id].source = source
     return nb
+
+
+# --- Exercises run one kernel at a time: the notebook once, then other answers to one exercise ---
+
+SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def fixture_sections(kind: str, lesson: str) -> list[tuple[str, str, str]]:
+    """(grade_id, rest of the header, body) for each `# %% <grade_id> ...` section of a fixture."""
+    text = (FIXTURES / kind / f"{lesson}.py").read_text(encoding="utf-8")
+    parts = re.split(r"^# %% (\S+)([^\n]*)\n", text, flags=re.M)
+    return [(grade_id, header.strip(), body.strip() + "\n")
+            for grade_id, header, body in zip(parts[1::3], parts[2::3], parts[3::3])]
+
+
+def fixture_lessons(*kinds: str) -> list[str]:
+    """The lessons that have every one of these fixture files."""
+    return [lesson for lesson in LESSONS if all((FIXTURES / k / f"{lesson}.py").exists() for k in kinds)]
+
+
+def solution_answer(cell) -> str:
+    """An answer cell of the solution notebook as a student would write it: without the markers."""
+    return SOLUTION_MARKER.sub("", cell.source)
+
+
+def is_test(cell) -> bool:
+    return cell.cell_type == "code" and bool(nbgrader_meta(cell).get("grade"))
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """A graded answer cell and the cells after it up to its last test cell."""
+
+    grade_id: str
+    answer: int  # index of the answer cell
+    end: int  # index of the exercise's last test cell
+    tests: tuple[int, ...]  # indices of its test cells
+
+    @property
+    def span(self) -> range:
+        return range(self.answer, self.end + 1)
+
+
+def exercises(nb) -> list[Exercise]:
+    """The notebook's code answer cells that have test cells before the next answer cell."""
+    answers = [i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("solution")]
+    found = []
+    for answer, following in zip(answers, answers[1:] + [len(nb.cells)]):
+        tests = tuple(i for i in range(answer + 1, following) if is_test(nb.cells[i]))
+        if nb.cells[answer].cell_type == "code" and tests:
+            found.append(Exercise(nbgrader_meta(nb.cells[answer])["grade_id"], answer, tests[-1], tests))
+    return found
+
+
+def error_text(cell) -> str:
+    """Everything a cell's error outputs say, without terminal colours ('' if it passed)."""
+    return "\n".join(ANSI.sub("", "\n".join([out["ename"], out["evalue"], *out["traceback"]]))
+                     for out in cell.get("outputs", []) if out.get("output_type") == "error")
+
+
+class Kernel:
+    """One kernel that runs a notebook's cells in order and can run any cell again in between.
+
+    Starting a kernel and running a lesson from the top costs seconds; re-running one exercise's
+    cells costs milliseconds. Cells run with errors allowed: the caller reads each cell's outputs.
+    """
+
+    def __init__(self, nb, workdir: Path, timeout: int = 120):
+        self.nb = nb
+        self.client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                                     interrupt_on_timeout=True,
+                                     error_on_timeout={"ename": "CellTimeoutError", "evalue": "timed out",
+                                                       "traceback": [f"the cell ran over {timeout} s"]},
+                                     resources={"metadata": {"path": str(workdir)}})
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> "Kernel":
+        self._stack.enter_context(self.client.setup_kernel())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stack.close()
+
+    def run(self, index: int, source: str | None = None):
+        """Run cell `index` (with another source if given) and return the cell with its outputs."""
+        original = self.nb.cells[index]
+        cell = nbformat.from_dict({**original, "source": original.source if source is None else source})
+        if cell.cell_type == "code":
+            self.client.execute_cell(cell, index)
+            self.nb.cells[index] = original  # nbclient stores the cell it ran in the notebook
+        return cell
+
+    def run_until(self, stop: int, start: int = 0) -> None:
+        for index in range(start, stop):
+            self.run(index)
+
+    def run_exercise(self, exercise: Exercise, answer: str, tests: dict[int, str] | None = None) -> dict[int, str]:
+        """Run `answer` in the exercise's answer cell, then the cells after it up to its last test
+        (a test cell's source replaced where `tests` says); the error text of each test cell."""
+        tests = tests or {}
+        self.run(exercise.answer, answer)
+        ran = {i: self.run(i, tests.get(i)) for i in exercise.span[1:]}
+        return {i: error_text(ran[i]) for i in exercise.tests}
