@@ -2,8 +2,9 @@
 
 The store is an in-memory list plus an append-only JSONL file. Reading is retrieval:
 BM25 over the memories, top-k, and a minimum score under which the honest answer is
-"no relevant memories". This is the naive version of lesson 01: `remember_raw` stores
-whatever it is given; lab_utils.rules adds the disciplined write.
+"no relevant memories" (chosen from labelled queries: `choose_min_score`). This is the naive
+version of lesson 01: `remember_raw` stores whatever it is given; lab_utils.rules adds the
+disciplined write.
 
 The file is safe to share: appends and rewrites hold a lock, a writer first reads what
 other processes appended, a rewrite is atomic (temp file + replace), and a torn last line
@@ -27,9 +28,9 @@ from lab_utils.retrieval import BM25Index
 
 KINDS = ("episode", "fact")
 
-# BM25Okapi scores in a small store are small: a query term that occurs in half the
-# memories or more gets a floored IDF and adds almost nothing. A hit made only of such
-# terms stays below 0.5; a hit that shares one distinctive term with the query is above it.
+# The course's minimum score, the same in every lesson so that their numbers compare. It is
+# a property of a store and its queries, not a constant of nature: lesson 01 chooses one from
+# labelled queries (choose_min_score) and finds that the naive store would want another.
 MIN_SCORE = 0.5
 
 NOTHING = "no relevant memories"
@@ -206,11 +207,34 @@ class MemoryStore:
 
     def search(self, query: str, k: int = 3) -> list[Memory]:
         """The top-k memories that reach the minimum score."""
-        return [m for m, s in self.scored_search(query, k) if s >= self.min_score]
+        by_id = {m.id: m for m in self.items}
+        return [by_id[i] for i in top_k(self._index.search(query, k), k, self.min_score)]
 
     def recall(self, query: str, k: int = 3) -> str:
         """What the agent reads: memories with provenance, or an honest 'nothing'."""
         return format_recall(self.search(query, k))
+
+
+def top_k(scored: list[tuple[str, float]], k: int, min_score: float) -> list[str]:
+    """Ids of the k best (id, score) pairs that reach `min_score`, best first; equal scores
+    keep their order in `scored`, which is left unchanged."""
+    ranked = sorted(scored, key=lambda pair: -pair[1])  # sorted() is stable
+    return [memory_id for memory_id, score in ranked if score >= min_score][:max(k, 0)]
+
+
+def threshold_errors(labelled: list[tuple[float, bool]], min_score: float) -> int:
+    """How many queries a minimum score gets wrong. `labelled` holds (best score, answerable)
+    per query: an answerable query below `min_score` is a miss, a query the store cannot
+    answer at or above it gets an irrelevant answer."""
+    return sum((score >= min_score) != answerable for score, answerable in labelled)
+
+
+def choose_min_score(labelled: list[tuple[float, bool]]) -> float:
+    """The score in `labelled` that, as the minimum score, makes the fewest errors; among
+    equally good ones the highest (an honest "nothing" beats an irrelevant hit)."""
+    if not labelled:
+        raise ValueError("no labelled queries to choose a minimum score from")
+    return max({score for score, _ in labelled}, key=lambda t: (-threshold_errors(labelled, t), t))
 
 
 def format_recall(memories: list[Memory]) -> str:
