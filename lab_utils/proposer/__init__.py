@@ -17,13 +17,14 @@ baselines (grid, random, rules, held-out), compare, report, __main__ (the CLI).
 from .baselines import SearchResult, diagnose, grid_search, random_search, rule_search
 from .compare import compare
 from .budget import Budget, RequestTooLarge, worst_case_usd
-from .campaign import CampaignResult, OutputExists, Study, fresh_folder, run_study
+from .campaign import OutputExists, fresh_folder, run_study
 from .decision import SCHEMA, SETTINGS, Decision, Observation, Patch
 from .evaluation import Candidate, Evaluator, config_key
 from .evidence import Evidence, build_evidence
 from .prompt import Attempt, build_request
 from .registry import Registry, approve, fingerprint, verify
 from .selection import better
+from .study import CampaignResult, Study
 from .validator import Accepted, Rejected, validate
 
 __all__ = [

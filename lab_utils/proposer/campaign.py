@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from .prompt import Attempt, build_request
 from .registry import Registry, fingerprint
 from .report import write_report
 from .selection import better
+from .study import CampaignResult, Study
 from .validator import Rejected, validate
 
 TIMEOUT_S = 60.0
@@ -37,38 +37,6 @@ TIMEOUT_S = 60.0
 
 class OutputExists(FileExistsError):
     """A study never writes into a folder that already exists."""
-
-
-@dataclass
-class CampaignResult:
-    campaign: int
-    final: Candidate  # the last selected parent
-    stop_reason: str = "iterations_exhausted"
-    calls: int = 0
-    cost_usd: float = 0.0
-    evaluations: int = 0
-    attempts: list[Attempt] = field(default_factory=list)
-    candidates: list[Candidate] = field(default_factory=list)  # evaluated, baseline first
-
-
-@dataclass
-class Study:
-    output: Path
-    mode: str
-    budget: Budget
-    campaigns: list[CampaignResult]
-
-    @property
-    def calls(self) -> int:
-        return sum(c.calls for c in self.campaigns)
-
-    @property
-    def cost_usd(self) -> float:
-        return sum(c.cost_usd for c in self.campaigns)
-
-    @property
-    def registry(self) -> Path:
-        return self.output / "registry.jsonl"
 
 
 def _usage(message) -> dict[str, Any]:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lab_utils.llm import MODEL
 
 from .prompt import patch_text
 from .registry import read, verify
-
-if TYPE_CHECKING:
-    from .campaign import Study
+from .study import Study
 
 OUTCOME = {"evaluation": "evaluated", "rejected": "rejected", "stop": "stop",
            "call_failed": "call failed", "budget_exhausted": "budget exhausted",
