@@ -60,6 +60,26 @@ def recall_latency(n: int, folder: Path) -> tuple[float, float]:
     return kept, rebuilt
 
 
+def median_time(fn, queries: list[str], repeats: int = 5) -> float:
+    return statistics.median(timed(fn, q) for _ in range(repeats) for q in queries)
+
+
+def recall_vs_index(n: int, folder: Path) -> tuple[float, float, float | None]:
+    """Median seconds per query: the store's recall, its index's search alone, and bm25s on the
+    same tokens (a reference library, not a course dependency: None when it is not installed)."""
+    store = raw_store(n, folder)
+    store.search(QUERIES[0])  # the first query after writes refreshes the IDF table once
+    recall = median_time(store.recall, QUERIES)
+    index = median_time(lambda q: store._index.search(q, 3), QUERIES)
+    try:
+        import bm25s
+    except ImportError:
+        return recall, index, None
+    reference = bm25s.BM25()
+    reference.index([tokenize(m.text) for m in store.items], show_progress=False)
+    return recall, index, median_time(lambda q: reference.retrieve([tokenize(q)], k=3, show_progress=False), QUERIES)
+
+
 def full_scan_dedupe(tokens_of: dict[str, frozenset]):
     """The baseline dedupe: compare the new text with every memory (token sets cached)."""
 
@@ -128,6 +148,11 @@ def main() -> None:
             kept, rebuilt = recall_latency(n, folder)
             rows.append((f"recall at {n:,} memories: kept index / rebuild per query",
                          f"{kept * 1e3:.1f} ms / {rebuilt * 1e3:.0f} ms = {rebuilt / kept:.0f}x faster"))
+        for n in (1_000, 10_000, 50_000):
+            recall, index, reference = recall_vs_index(n, folder)
+            bm25s_ms = "bm25s not installed" if reference is None else f"bm25s {reference * 1e3:.2f} ms"
+            rows.append((f"at {n:,} memories: store recall / its index's search / bm25s",
+                         f"{recall * 1e3:.2f} ms / {index * 1e3:.2f} ms = {recall / index:.2f}x; {bm25s_ms}"))
         indexed = disciplined_writes(10_000, folder, full_scan=False)
         scanned = disciplined_writes(10_000, folder, full_scan=True)
         rows.append(("10,000 disciplined writes: token index / full-scan dedupe",

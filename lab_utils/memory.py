@@ -94,6 +94,7 @@ class MemoryStore:
         self.path = Path(path)
         self.min_score = min_score
         self.items: list[Memory] = []
+        self._by_id: dict[str, Memory] = {}  # kept with items, so a search never rebuilds it
         self._index = BM25Index()
         self._read_upto = 0  # bytes of the file already in self.items
         self._lines_read = 0
@@ -124,7 +125,7 @@ class MemoryStore:
             if inode != self._inode:
                 # Another process replaced the file (forget_source, the cap): read it afresh, so
                 # memories it removed do not live on here, nor come back with our next rewrite.
-                self.items, self._index = [], BM25Index()
+                self.items, self._by_id, self._index = [], {}, BM25Index()
                 self._read_upto = self._lines_read = 0
                 self._inode = inode
             f.seek(self._read_upto)
@@ -161,6 +162,7 @@ class MemoryStore:
 
     def _add(self, m: Memory) -> None:
         self.items.append(m)
+        self._by_id[m.id] = m
         self._index.add(m.id, m.text)
         self._seq = max(self._seq, int(_ID.fullmatch(m.id)[1]))
 
@@ -189,6 +191,7 @@ class MemoryStore:
             atomic_write_text(self.path, text)
             self._inode = self.path.stat().st_ino
             self.items = kept
+            self._by_id = {m.id: m for m in kept}
             self._index.remove(gone)
             self._read_upto = len(text.encode("utf-8"))
             self._lines_read = len(kept)
@@ -202,13 +205,11 @@ class MemoryStore:
 
     def scored_search(self, query: str, k: int = 3) -> list[tuple[Memory, float]]:
         """The top-k memories with their BM25 scores, before the minimum score."""
-        by_id = {m.id: m for m in self.items}
-        return [(by_id[i], s) for i, s in self._index.search(query, k)]
+        return [(self._by_id[i], s) for i, s in self._index.search(query, k)]
 
     def search(self, query: str, k: int = 3) -> list[Memory]:
         """The top-k memories that reach the minimum score."""
-        by_id = {m.id: m for m in self.items}
-        return [by_id[i] for i in top_k(self._index.search(query, k), k, self.min_score)]
+        return [self._by_id[i] for i in top_k(self._index.search(query, k), k, self.min_score)]
 
     def recall(self, query: str, k: int = 3) -> str:
         """What the agent reads: memories with provenance, or an honest 'nothing'."""
