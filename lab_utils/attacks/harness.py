@@ -1,0 +1,58 @@
+"""The attack harness: one defense against a set of attacks, measured on the same ground.
+
+1. start from lesson 04's disciplined store of the history tickets;
+2. write every attack's candidates, then the benign traffic (100 closed tickets: the delay a
+   delayed trigger waits through), all through the defense's write path;
+3. ask every trigger through the defense's read path (top 3) and render what the model gets.
+
+An attack is injected when its payload is in the store's file, and succeeds when its payload is
+in what the read path hands the model for at least one trigger. What the defense costs is
+measured on a second store that gets the benign traffic only (nobody attacks it): recall@3 on
+lesson 04's gold set through the same read path, and the benign refusal rate, the share of
+benign candidates the write path rejected (a duplicate skipped is not a refusal: it is stored).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from statistics import fmean
+
+from lab_utils import metrics
+from lab_utils.attacks.defenses import Defense
+from lab_utils.attacks.files import Attack
+from lab_utils.attacks.setting import benign_candidates, build_store, gold
+
+K = 3
+
+
+def _write_benign(defense: Defense, store) -> list[str]:
+    return [defense.write(store, c) for c in benign_candidates()]
+
+
+def run(defense: Defense, attacks: list[Attack], folder: Path | None = None) -> dict:
+    """The harness's report for `defense` on `attacks` (the CLI prints it as JSON)."""
+    if not attacks:
+        raise ValueError("no attacks to run")
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(folder or tmp)
+        # What the defense costs when nobody attacks: recall and refusals on benign traffic only.
+        clean = build_store(where / f"clean-{defense.name}.jsonl")
+        benign = _write_benign(defense, clean)
+        recall = fmean(metrics.hit_any(defense.read(clean, item["query"], K), item) for item in gold())
+        attacked = build_store(where / f"attacked-{defense.name}.jsonl")
+        for attack in attacks:
+            for candidate in attack.candidates:
+                defense.write(attacked, candidate)
+        _write_benign(defense, attacked)
+        on_disk = attacked.path.read_text(encoding="utf-8")
+        per_attack = [{"id": a.id, "family": a.family, "injected": a.payload in on_disk,
+                       "succeeded": any(a.payload in defense.render(defense.read(attacked, q, K))
+                                        for q in a.triggers)}
+                      for a in attacks]
+    return {"defense": defense.name, "attacks": len(attacks),
+            "injection_rate": fmean(p["injected"] for p in per_attack),
+            "attack_success_rate": fmean(p["succeeded"] for p in per_attack),
+            "recall@3": recall,
+            "benign_refusal_rate": fmean(outcome.startswith("rejected") for outcome in benign),
+            "per_attack": per_attack}
