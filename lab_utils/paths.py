@@ -1,9 +1,10 @@
 """Where the course reads its data and writes its work.
 
-`DATA_DIR` is read-only course material shipped with the repository.
-`WORK_DIR` is where notebooks write (memory.jsonl, session.json, registries);
-it is git-ignored and can be moved with the LAB_WORK_DIR environment variable
-(the test suite points it at a temporary folder).
+`DATA_DIR` is read-only course material: data/ at the top of a clone, or, when the course was
+installed with pip (a wheel, Colab, a hub image), the copy the wheel carries in lab_utils/data.
+`work_dir()` is where notebooks write (memory.jsonl, session.json, registries): work/ in a clone
+(git-ignored), or work/ next to the running notebook when installed; the LAB_WORK_DIR
+environment variable moves it (the test suite points it at a temporary folder).
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ import json
 import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = ROOT / "data"
+PACKAGE_DIR = Path(__file__).resolve().parent
+ROOT = PACKAGE_DIR.parent
+INSTALLED = (PACKAGE_DIR / "data").is_dir()  # setup.py puts the data there in a wheel, never in a clone
+DATA_DIR = PACKAGE_DIR / "data" if INSTALLED else ROOT / "data"
 
 
 def work_dir(*parts: str) -> Path:
     """A folder under the work folder, created on first use."""
-    base = Path(os.environ.get("LAB_WORK_DIR", ROOT / "work"))
+    base = Path(os.environ.get("LAB_WORK_DIR", Path.cwd() / "work" if INSTALLED else ROOT / "work"))
     path = base.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
