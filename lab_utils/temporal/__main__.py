@@ -1,8 +1,10 @@
 """Evaluate one configuration on scenario files or folders.
 
     python -m lab_utils.temporal --config '{"time_aware": true}' --scenarios data/scenarios --json
+    python -m lab_utils.temporal --writer bitemporal --scenarios data/scenarios_bitemporal
 
 CONFIG is a JSON file or inline JSON; settings it leaves out keep their baseline value.
+--writer picks the study's writer (default, as published) or the bi-temporal one.
 Bad input (unknown setting, value out of bounds, malformed scenario) exits with status 2.
 """
 
@@ -14,6 +16,7 @@ import sys
 
 from .config import parse_config
 from .evaluator import Report, evaluate
+from .memory import WRITERS
 from .scenarios import PUBLIC, load_scenarios
 
 
@@ -47,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="JSON file or inline JSON; missing settings take the baseline")
     parser.add_argument("--scenarios", nargs="+", default=[str(PUBLIC)], metavar="PATH",
                         help="scenario files or folders (default: the public set)")
+    parser.add_argument("--writer", choices=WRITERS, default="study",
+                        help="the study's writer (default) or the bi-temporal one")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
     try:
@@ -54,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         scenarios = load_scenarios(args.scenarios)
     except ValueError as error:  # ScenarioError included
         parser.error(str(error))
-    report = evaluate(config, scenarios)
+    report = evaluate(config, scenarios, args.writer)
     print(json.dumps(report.to_json(), indent=2) if args.json else table(report))
     return 0
 

@@ -4,7 +4,7 @@ Fixed code, like the writer: a proposer sees its output but cannot change it. A 
 passes only if every answer equals the expected one and every hard check that applied held:
 
 owner_isolation    each query keeps only the actor's records; a write claiming another
-                   owner stores nothing and changes nothing
+                   owner stores nothing and changes nothing; an end changes no other owner's record
 deletion           a delete leaves no version of the key; from then on none of the deleted
                    records reappears (checked after every later event)
 prohibited_writes  an instruction, a non-user source or a disallowed key stores nothing
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import Config
-from .events import QueryEvent, WriteEvent
-from .memory import Result, TemporalMemory
+from .events import EndEvent, QueryEvent, WriteEvent
+from .memory import Result, TemporalMemory, Writer
 from .records import Records, owner, scope
 from .scenarios import Scenario
 from .writer import prohibited
@@ -108,17 +108,23 @@ class Report:
     config: Config
     scenarios: list[ScenarioResult]
     totals: Totals
+    writer: Writer = "study"
 
     def failed_ids(self) -> list[str]:
         return [s.id for s in self.scenarios if not s.passed]
 
     def to_json(self, traces: bool = False) -> dict[str, Any]:
-        return {"config": self.config.model_dump(), "totals": self.totals.to_json(),
+        return {"config": self.config.model_dump(), "writer": self.writer,
+                "totals": self.totals.to_json(),
                 "scenarios": [s.to_json(traces) for s in self.scenarios]}
 
 
-def run_scenario(config: Config, scenario: Scenario) -> ScenarioResult:
-    memory = TemporalMemory(config)
+def _others(records: Records, actor) -> set:
+    return {r for r in records if owner(r) != owner(actor)}
+
+
+def run_scenario(config: Config, scenario: Scenario, writer: Writer = "study") -> ScenarioResult:
+    memory = TemporalMemory(config, writer)
     checks = {name: CheckCount() for name in HARD_CHECKS}
     answers: list[str | None] = []
     expected: list[str | None] = []
@@ -143,6 +149,8 @@ def run_scenario(config: Config, scenario: Scenario) -> ScenarioResult:
             by_id = {r.id: r for r in after}
             checks["owner_isolation"].add(
                 all(owner(by_id[i]) == owner(event.actor) for i in result.kept_ids))
+        elif isinstance(event, EndEvent):
+            checks["owner_isolation"].add(_others(before, event.actor) == _others(after, event.actor))
         else:
             deleted.update(result.deleted_ids)
             checks["deletion"].add(all(scope(r) != event.scope for r in after))
@@ -154,8 +162,9 @@ def run_scenario(config: Config, scenario: Scenario) -> ScenarioResult:
                           expected, checks, len(memory.records), traces)
 
 
-def evaluate(config: Config, scenarios: Iterable[Scenario]) -> Report:
-    results = [run_scenario(config, s) for s in scenarios]
+def evaluate(config: Config, scenarios: Iterable[Scenario], writer: Writer = "study") -> Report:
+    """Run every scenario under `config` with the study's writer (as published) or the bi-temporal one."""
+    results = [run_scenario(config, s, writer) for s in scenarios]
     if not results:
         raise ValueError("no scenarios to evaluate")
     checks = {name: CheckCount() for name in HARD_CHECKS}
@@ -167,4 +176,4 @@ def evaluate(config: Config, scenarios: Iterable[Scenario]) -> Report:
         passed=sum(r.passed for r in results), total=len(results),
         mean_stored_records=sum(r.stored_records for r in results) / len(results),
         hard_check_violations=sum(c.violations for c in checks.values()), checks=checks)
-    return Report(config, results, totals)
+    return Report(config, results, totals, writer)

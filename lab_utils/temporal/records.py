@@ -69,6 +69,22 @@ class MemoryRecord(FactContent):
         return self
 
 
+class BitemporalRecord(MemoryRecord):
+    """A record of the bi-temporal writer: valid time as above, transaction time from
+    `observed_at` (when the memory was told) to `retracted_at` (when a later statement replaced
+    it; None: still believed). A retracted record is kept, so past beliefs can be asked about."""
+
+    schema_version: Literal[2] = 2
+    retracted_at: IsoDate | None = None
+
+    @model_validator(mode="after")
+    def _retracted_after_observed(self) -> BitemporalRecord:
+        if self.retracted_at is not None and self.retracted_at < self.observed_at:
+            raise ValueError(
+                f"retracted_at {self.retracted_at} is before observed_at {self.observed_at}")
+        return self
+
+
 class Owned(Protocol):
     tenant: str
     user: str

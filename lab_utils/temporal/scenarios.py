@@ -21,6 +21,8 @@ from .records import STRICT
 
 PUBLIC = DATA_DIR / "scenarios"
 HELDOUT = DATA_DIR / "scenarios_heldout"
+BITEMPORAL = DATA_DIR / "scenarios_bitemporal"  # corrections, ends, late history, known_at
+BITEMPORAL_HELDOUT = DATA_DIR / "scenarios_bitemporal_heldout"
 
 
 class ScenarioError(ValueError):
@@ -57,7 +59,7 @@ def _located(error: dict) -> str:
         return f"field {field_path(loc)}: {message(error)}"
     where = f"event {loc[1] + 1}"
     if error["type"] == "union_tag_not_found":
-        return f"{where}, field action: missing (expected write, query or delete)"
+        return f"{where}, field action: missing (expected write, query, delete or end)"
     if error["type"] == "union_tag_invalid":
         return f"{where}, field action: {message(error)}"
     return f"{where}, field {field_path(loc[3:])}: {message(error)}"  # loc[2] is the action

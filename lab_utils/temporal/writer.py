@@ -1,4 +1,4 @@
-"""The write policy. Fixed code: only `min_confidence` and `deduplicate` come from the config.
+"""The study's write policy. Fixed code: only `min_confidence` and `deduplicate` come from the config.
 
 The rules run in order and the first that applies decides. Nothing is changed until the
 new record (and the closed version of the one it replaces) have been built and validated,
@@ -69,22 +69,34 @@ def classify_update(active: MemoryRecord | None, fact: Fact, deduplicate: bool =
     return "store"
 
 
-def write(records: Records, event: WriteEvent, config: Config,
-          new_id: str) -> tuple[Records, WriteResult]:
-    """Apply one write event to `records`; return the new records and what happened."""
+def admit(event: WriteEvent, config: Config) -> WriteResult | None:
+    """Rules 1-4, the same for both writers: why the fact stays out, or None if it may go on."""
     fact = event.fact
     if event.source_event_id is None:
-        return records, _rejected("unsourced: the write names no source_event_id")
+        return _rejected("unsourced: the write names no source_event_id")
     if owner(fact) != owner(event.actor):
-        return records, _rejected(
+        return _rejected(
             f"owner mismatch: actor {'/'.join(owner(event.actor))} "
             f"cannot write a fact owned by {'/'.join(owner(fact))}")
     if reason := prohibited(fact):
-        return records, _rejected(f"prohibited write: {reason}")
+        return _rejected(f"prohibited write: {reason}")
     if fact.confidence < config.min_confidence:
-        return records, WriteResult(
+        return WriteResult(
             status="abstained",
             reason=f"confidence {fact.confidence} below min_confidence {config.min_confidence}")
+    return None
+
+
+def write(records: Records, event: WriteEvent, config: Config,
+          new_id: str) -> tuple[Records, WriteResult]:
+    """Apply one write event to `records`; return the new records and what happened."""
+    if refused := admit(event, config):
+        return records, refused
+    fact = event.fact
+    if fact.valid_to is not None:
+        return records, _rejected(
+            f"unsupported: the study's writer takes no valid_to ({fact.valid_to}); "
+            "facts end only when a later one supersedes them")
 
     active = next((r for r in records if scope(r) == scope(fact) and r.valid_to is None), None)
     decision = classify_update(active, fact, config.deduplicate)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from lab_utils.temporal import HELDOUT, PUBLIC
+from lab_utils.temporal import BITEMPORAL, HELDOUT, PUBLIC
 
 FINAL = '{"filter_entity": true, "time_aware": true, "deduplicate": true, "min_confidence": 0.6}'
 
@@ -75,3 +75,16 @@ def test_a_malformed_scenario_file_exits_naming_file_event_and_field(tmp_path):
     done = run("--scenarios", str(path))
     assert done.returncode == 2
     assert f"{path}: event 2, field fact.valid_from: '2026-1-10'" in done.stderr
+
+
+def test_the_writer_is_chosen_on_the_command_line():
+    study = report("--config", FINAL, "--scenarios", str(BITEMPORAL))
+    bitemporal = report("--config", FINAL, "--scenarios", str(BITEMPORAL), "--writer", "bitemporal")
+    assert (study["writer"], bitemporal["writer"]) == ("study", "bitemporal")
+    assert bitemporal["totals"]["passed"] == bitemporal["totals"]["total"] > study["totals"]["passed"]
+    assert bitemporal["totals"]["hard_check_violations"] == 0
+
+
+def test_an_unknown_writer_exits_naming_the_choices():
+    done = run("--writer", "graphiti")
+    assert done.returncode == 2 and "invalid choice: 'graphiti'" in done.stderr
