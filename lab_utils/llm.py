@@ -164,10 +164,6 @@ def authored_message(request: dict, text: str) -> dict:
     }
 
 
-def _error(status: int, kind: str, message: str) -> httpx2.Response:
-    return httpx2.Response(status, json={"type": "error", "error": {"type": kind, "message": message}})
-
-
 class NoStoredAnswer(anthropic.AnthropicError):
     """Replay mode met a request it has no answer for.
 
@@ -275,6 +271,56 @@ class Meter:
 METER = Meter()
 
 
+OFFLINE = "Nothing was stored; unset LAB_LIVE to run offline from stored answers."
+ADVICE = {
+    401: "The server did not accept the key: check ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL, if you set it).",
+    403: "The key may not use this model: check the key's workspace, or LAB_MODEL.",
+    404: "No such model or endpoint: check LAB_MODEL, and ANTHROPIC_BASE_URL if you set it.",
+    429: "Rate limited: wait {wait} and run the cell again (the course never retries by itself).",
+    529: "The API is overloaded: wait a minute and run the cell again.",
+}
+
+
+def _failed(response: httpx2.Response, request: httpx2.Request) -> httpx2.Response:
+    """An error answer rewritten as one plain-text message: the SDK raises its usual error class
+    (AuthenticationError, RateLimitError, OverloadedError...) with this text as the message."""
+    try:
+        error = json.loads(response.read())["error"]
+        said = f"{error['type']}: {error['message']}"
+    except (ValueError, KeyError, TypeError):
+        said = response.text.strip()[:200] or "no explanation"
+    wait = response.headers.get("retry-after")
+    advice = ADVICE.get(response.status_code, "The server failed: run the cell again later.")
+    text = (f"Live call to {request.url.host}:{request.url.port or 443} failed with "
+            f"{response.status_code} ({said}). {advice.format(wait=f'{wait} s' if wait else 'a minute')} {OFFLINE}")
+    return httpx2.Response(response.status_code, text=text, headers={"retry-after": wait} if wait else {})
+
+
+class LiveTimeout(anthropic.APITimeoutError):
+    """A live call that got no answer in time, said plainly."""
+
+    def __init__(self, request: httpx2.Request) -> None:
+        seconds = (request.extensions.get("timeout") or {}).get("read")
+        anthropic.APIConnectionError.__init__(self, request=request, message=(
+            f"Live call to {request.url.host}:{request.url.port or 443} got no answer within {seconds} s. "
+            f"Run the cell again, or give it longer (make_client(timeout=...)). {OFFLINE}"))
+
+
+def _answer(response: httpx2.Response, request: httpx2.Request) -> dict:
+    """The answer's JSON if it has the shape of a Messages API answer; a clear error if not."""
+    try:
+        data = json.loads(response.read())
+        if isinstance(data["content"], list) and isinstance(data["usage"], dict):
+            return data
+    except (ValueError, KeyError, TypeError):
+        pass
+    response.request = request  # the SDK's error reads the request from the response
+    raise anthropic.APIResponseValidationError(response, response.text[:200], message=(
+        f"Live call to {request.url.host}:{request.url.port or 443} answered with something that is not a "
+        "Messages API answer (JSON with content and usage): check that ANTHROPIC_BASE_URL points at an "
+        f"Anthropic-compatible server. {OFFLINE}"))
+
+
 class LiveTransport(httpx2.BaseTransport):
     """The network transport, with the spending cap and (in record mode) storage."""
 
@@ -284,12 +330,16 @@ class LiveTransport(httpx2.BaseTransport):
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if METER.usd >= spending_cap():
-            return _error(429, "rate_limit_error", (
-                f"Spending cap reached: USD {METER.usd:.4f} spent of LAB_MAX_USD={spending_cap():.2f}."))
-        response = self._inner.handle_request(request)
+            return httpx2.Response(429, text=(
+                f"Spending cap reached: USD {METER.usd:.4f} spent of LAB_MAX_USD={spending_cap():.2f}, so no "
+                "call was made. Raise LAB_MAX_USD to go on, or unset LAB_LIVE to run offline."))
+        try:
+            response = self._inner.handle_request(request)
+        except httpx2.TimeoutException:
+            raise LiveTimeout(request) from None
         if response.status_code != 200:
-            return response
-        data = json.loads(response.read())
+            return _failed(response, request)
+        data = _answer(response, request)
         body = json.loads(request.content)
         METER.calls += 1
         METER.usd += cost_usd(data.get("usage", {}), body.get("model", MODEL))
