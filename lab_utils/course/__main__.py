@@ -81,14 +81,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"published the students' repository in {args.dest}")
         return 0
     if args.command == "autograde":
-        missing = autograde.missing_release(root)
-        if missing:
-            print(f"the gradebook has no {', '.join(missing)}: run `make release` first", file=sys.stderr)
-            return 2
         if not (args.unsafe or sandbox.available()):
             print("bubblewrap is not installed (apt-get install bubblewrap): without it student code would "
                   "run with your rights. Install it, or pass --unsafe (make autograde UNSAFE=1) to grade "
                   "without a sandbox.", file=sys.stderr)
+            return 2
+        missing = autograde.missing_release(root)
+        if missing:
+            print(f"the gradebook has no {', '.join(missing)}: run `make release` first", file=sys.stderr)
             return 2
         steps = autograde.autograde_all(root, args.lesson, args.jobs, args.unsafe)
     else:

@@ -62,11 +62,7 @@ def load(root: Path = ROOT) -> Config:
 
 def api(root: Path = ROOT, config: Config | None = None) -> NbGraderAPI:
     """nbgrader's API with the course's configuration (`config`: extra settings on top of it)."""
-    # nbgrader runs the `alembic` command of its own environment when it creates a gradebook;
-    # put that environment first on PATH even when it was not activated.
-    scripts = str(Path(sys.executable).parent)
-    if os.environ.get("PATH", "").split(os.pathsep)[0] != scripts:
-        os.environ["PATH"] = os.pathsep.join([scripts, os.environ.get("PATH", "")])
+    _scripts_on_path()
     settings = load(root)
     if config is not None:
         settings.merge(config)
@@ -74,7 +70,16 @@ def api(root: Path = ROOT, config: Config | None = None) -> NbGraderAPI:
 
 
 def gradebook(root: Path = ROOT) -> Gradebook:
+    _scripts_on_path()
     return Gradebook(gradebook_url(root))
+
+
+def _scripts_on_path() -> None:
+    """nbgrader runs the `alembic` command of its own environment when it creates a gradebook;
+    put that environment first on PATH even when it was not activated."""
+    scripts = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != scripts:
+        os.environ["PATH"] = os.pathsep.join([scripts, os.environ.get("PATH", "")])
 
 
 def lesson_names(root: Path = ROOT) -> list[str]:

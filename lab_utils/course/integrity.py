@@ -57,7 +57,6 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
     import hashlib
     import importlib
     import inspect
-    import marshal
     import sys
     import threading
     import types
@@ -81,7 +80,11 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         codes = [func.__code__, getattr(inspect.unwrap(func), "__code__", func.__code__)]
         if any(code.co_filename in cells for code in codes):
             return "defined in the notebook"
-        return hashlib.sha256(b"".join(map(marshal.dumps, codes))).hexdigest()[:16]
+        return hashlib.sha256("".join(map(text, codes)).encode()).hexdigest()[:16]
+
+    def text(code):  # not marshal: its bytes depend on reference counts
+        consts = [text(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
+        return repr((code.co_code, code.co_names, code.co_varnames, code.co_filename, code.co_firstlineno, consts))
 
     modules, objects = {}, {}
     watched = [n for n in sys.modules if n.split(".")[0] == "lab_utils" and not n.startswith("lab_utils.course")]

@@ -125,8 +125,9 @@ def install(c: Config) -> None:
     c.Autograde.autograde_preprocessors = [SandboxedExecute if step is Execute else step for step in steps]
 
 
-def incidents(nb) -> list[str]:
+def incidents(nb, course_root: Path) -> list[str]:
     """What the sandbox or the timeout stopped, by graded cell (or cell number), from the outputs."""
+    hidden = {os.path.join(os.path.realpath(course_root), name): name for name in INSTRUCTOR_FOLDERS}
     found = []
     for number, cell in enumerate(nb.cells, 1):
         name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or f"cell {number}"
@@ -135,4 +136,6 @@ def incidents(nb) -> list[str]:
                 continue
             said = f"{output.get('ename')}: {output.get('evalue')}"
             found += [f"{name}: {why}" for key, why in STOPPED.items() if key in said]
+            found += [f"{name}: {folder}/ was out of reach (the sandbox hides it)"
+                      for path, folder in hidden.items() if path + os.sep in said]
     return list(dict.fromkeys(found))

@@ -1,0 +1,125 @@
+"""Student code runs in the sandbox while it is graded: each attack is stopped and reported, and
+every other submission (and the rest of the attacker's notebook) is still graded.
+
+One student adds a cell per attack to a correct notebook; a second student hands in the solution.
+
+The course lives outside /tmp, as a real one does, so that the sandbox's private /tmp does not
+hide it by accident and each refusal is the sandbox's own.
+"""
+
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from coursetools import course_cli, new_course, solution, submit, with_cell
+from lab_utils.paths import ROOT
+from nbtools import LESSONS
+
+LESSON = LESSONS[0]
+TOKEN = uuid.uuid4().hex[:8]
+HOME_FILE = Path.home() / f"lab-sandbox-{TOKEN}.txt"
+TMP_FILE = Path("/tmp") / f"lab-sandbox-{TOKEN}.txt"
+
+
+def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
+    """attack -> (the code of a cell the attacker adds, what the autograde note must say)."""
+    neighbour = root / "submitted" / "honest" / LESSON / f"{LESSON}.ipynb"
+    return {
+        "loop": ("while True:\n    pass", "ran past the per-cell timeout"),
+        "memory": ("hog = bytearray(4 * 2**30)", "memory cap stopped an allocation"),
+        "network": (f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)",
+                    "network connection was refused"),
+        "gradebook": (f"open({str(root / 'gradebook.db')!r}, 'ab').write(b'0 points for all')",
+                      "write outside the submission's folder was refused"),
+        "neighbour": (f"open({str(neighbour)!r}, 'w').write('{{}}')", "submitted/ was out of reach"),
+        "home": (f"open({str(HOME_FILE)!r}, 'w').write('was here')",
+                 "write outside the submission's folder was refused"),
+        "tmp": (f"open({str(TMP_FILE)!r}, 'w').write('was here')", ""),
+    }
+
+
+@pytest.fixture(scope="module")
+def graded():
+    base = ROOT / "work" / "tests"
+    base.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="sandbox-", dir=base))
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.5)
+    reached = []
+
+    def listen():
+        while not stop.is_set():
+            try:
+                reached.append(server.accept())
+            except TimeoutError:
+                continue
+
+    stop = threading.Event()
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    try:
+        new_course(root, [LESSON], "c.Execute.timeout = 10")
+        cases = attacks(root, server.getsockname()[1])
+        submit(root, "honest", LESSON, solution(root, LESSON))
+        neighbour_before = (root / "submitted" / "honest" / LESSON / f"{LESSON}.ipynb").read_bytes()
+        attacker = solution(root, LESSON)
+        for at, (code, _) in enumerate(cases.values(), 1):
+            with_cell(attacker, code, at)
+        submit(root, "attacker", LESSON, attacker)
+        run = course_cli(root, "autograde", "--jobs", "2")
+        course_cli(root, "grades")
+        yield SimpleNamespace(root=root, run=run, cases=cases, reached=reached, neighbour_before=neighbour_before,
+                              table=pd.read_csv(root / "grades.csv").set_index("student"))
+    finally:
+        stop.set()
+        listener.join()
+        server.close()
+        shutil.rmtree(root, ignore_errors=True)
+        HOME_FILE.unlink(missing_ok=True)
+        TMP_FILE.unlink(missing_ok=True)
+
+
+def test_every_submission_is_still_graded_in_full(graded):
+    assert graded.run.returncode == 0
+    assert "autograde: 2 of 2 submissions done" in graded.run.stdout
+    table = graded.table
+    assert (table.auto_score == table.auto_max).all(), "an attack cell must not cost the rest of the notebook"
+    assert (table.status == "graded").all()
+
+
+@pytest.mark.parametrize("attack", ["loop", "memory", "network", "gradebook", "neighbour", "home"])
+def test_each_attack_is_stopped_and_reported(graded, attack):
+    cell = list(graded.cases).index(attack) + 2
+    said = graded.cases[attack][1]
+    notes = [line for line in graded.run.stdout.splitlines()
+             if line.startswith(f"  note    attacker/{LESSON}: stopped: cell {cell}: ")]
+    assert len(notes) == 1 and said in notes[0], f"cell {cell} ({attack}) is reported"
+    assert said in graded.table.loc["attacker", "notes"], "grades.csv keeps the note"
+    assert "stopped" not in str(graded.table.loc["honest", "notes"])
+
+
+def test_nothing_outside_the_working_copy_changed(graded):
+    assert not graded.reached, "the server on 127.0.0.1 was reached"
+    assert not HOME_FILE.exists() and not TMP_FILE.exists()
+    assert not (graded.root / "gradebook.db").read_bytes().endswith(b"0 points for all")
+    honest = graded.root / "submitted" / "honest" / LESSON / f"{LESSON}.ipynb"
+    assert honest.read_bytes() == graded.neighbour_before
+
+
+def test_without_bubblewrap_autograde_refuses_unless_unsafe(tmp_path, monkeypatch):
+    (tmp_path / "solutions").mkdir()  # a course with no lesson yet: the check comes first
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
+    # A PATH with neither bwrap nor prlimit (the CLI runs this Python by its full path).
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    refused = course_cli(tmp_path, "autograde")
+    assert refused.returncode == 2 and "bubblewrap is not installed" in refused.stderr
+    unsafe = course_cli(tmp_path, "autograde", "--unsafe")
+    assert unsafe.returncode == 0 and "autograde: 0 of 0 submissions done" in unsafe.stdout
