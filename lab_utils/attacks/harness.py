@@ -22,12 +22,36 @@ from lab_utils import metrics
 from lab_utils.attacks.defenses import Defense
 from lab_utils.attacks.files import Attack
 from lab_utils.attacks.setting import benign_candidates, build_store, gold
+from lab_utils.memory import MemoryStore
 
 K = 3
 
 
-def _write_benign(defense: Defense, store) -> list[str]:
+def _write_benign(defense: Defense, store: MemoryStore) -> list[str]:
     return [defense.write(store, c) for c in benign_candidates()]
+
+
+def outcomes(defense: Defense, attacks: list[Attack], path: Path) -> list[dict]:
+    """Per attack: injected (payload in the store's file) and succeeded (payload handed to the
+    model for a trigger), after attacks then benign traffic go through the defense at `path`."""
+    store = build_store(path)
+    for attack in attacks:
+        for candidate in attack.candidates:
+            defense.write(store, candidate)
+    _write_benign(defense, store)
+    on_disk = store.path.read_text(encoding="utf-8")
+    return [{"id": a.id, "family": a.family, "injected": a.payload in on_disk,
+             "succeeded": any(a.payload in defense.render(defense.read(store, q, K)) for q in a.triggers)}
+            for a in attacks]
+
+
+def cost(defense: Defense, path: Path) -> dict:
+    """What the defense costs when nobody attacks: recall@3 on lesson 04's gold set through its
+    read path, and the share of benign candidates its write path rejected."""
+    store = build_store(path)
+    benign = _write_benign(defense, store)
+    return {"recall@3": fmean(metrics.hit_any(defense.read(store, item["query"], K), item) for item in gold()),
+            "benign_refusal_rate": fmean(outcome.startswith("rejected") for outcome in benign)}
 
 
 def run(defense: Defense, attacks: list[Attack], folder: Path | None = None) -> dict:
@@ -36,23 +60,9 @@ def run(defense: Defense, attacks: list[Attack], folder: Path | None = None) -> 
         raise ValueError("no attacks to run")
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(folder or tmp)
-        # What the defense costs when nobody attacks: recall and refusals on benign traffic only.
-        clean = build_store(where / f"clean-{defense.name}.jsonl")
-        benign = _write_benign(defense, clean)
-        recall = fmean(metrics.hit_any(defense.read(clean, item["query"], K), item) for item in gold())
-        attacked = build_store(where / f"attacked-{defense.name}.jsonl")
-        for attack in attacks:
-            for candidate in attack.candidates:
-                defense.write(attacked, candidate)
-        _write_benign(defense, attacked)
-        on_disk = attacked.path.read_text(encoding="utf-8")
-        per_attack = [{"id": a.id, "family": a.family, "injected": a.payload in on_disk,
-                       "succeeded": any(a.payload in defense.render(defense.read(attacked, q, K))
-                                        for q in a.triggers)}
-                      for a in attacks]
+        per_attack = outcomes(defense, attacks, where / f"attacked-{defense.name}.jsonl")
+        costs = cost(defense, where / f"clean-{defense.name}.jsonl")
     return {"defense": defense.name, "attacks": len(attacks),
             "injection_rate": fmean(p["injected"] for p in per_attack),
             "attack_success_rate": fmean(p["succeeded"] for p in per_attack),
-            "recall@3": recall,
-            "benign_refusal_rate": fmean(outcome.startswith("rejected") for outcome in benign),
-            "per_attack": per_attack}
+            **costs, "per_attack": per_attack}
