@@ -1,4 +1,9 @@
+import os
+
 import pytest
+
+# No progress bars in tests, nor in the kernels and processes they start: outputs stay the same.
+os.environ["LAB_PROGRESS"] = "0"
 
 
 @pytest.fixture

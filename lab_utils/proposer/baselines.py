@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab_utils.progress import progress
 from lab_utils.temporal import Config, Report, grid
 
 from .evaluation import Candidate, Evaluator, changed, config_key
@@ -83,7 +84,7 @@ def _limited(configs: Iterable[Config], search: _Search, evaluations: int | None
 
 def grid_search(evaluator: Evaluator, evaluations: int | None = None) -> SearchResult:
     """The grid in its fixed order; every configuration when `evaluations` is None."""
-    return _limited(grid(), _Search("grid", "grid", evaluator), evaluations)
+    return _limited(progress(list(grid()), "grid"), _Search("grid", "grid", evaluator), evaluations)
 
 
 def random_search(evaluator: Evaluator, evaluations: int, seed: int) -> SearchResult:

@@ -20,6 +20,7 @@ import anthropic
 
 from lab_utils import llm
 from lab_utils.llm import canonical, text_of
+from lab_utils.progress import progress
 from lab_utils.temporal import PUBLIC, Config, load_scenarios
 
 from .budget import Budget, RequestTooLarge
@@ -175,7 +176,7 @@ def run_study(output: str | Path, campaigns: int = 3, iterations: int = 4,
     budget = Budget(budget_usd)
     stamp = fingerprint(scenario_paths)
     results = [_Campaign(n, iterations, client, budget, registry, Evaluator(scenarios), stamp,
-                         timeout).run() for n in range(1, campaigns + 1)]
+                         timeout).run() for n in progress(range(1, campaigns + 1), "campaigns")]
     study = Study(output, mode, budget, results)
     write_report(study)
     return study

@@ -12,6 +12,7 @@ import datetime as dt
 from dataclasses import replace
 from typing import Callable, Iterable, Mapping
 
+from lab_utils.progress import progress
 from lab_utils.reflection.records import RunRecord
 from lab_utils.reflection.reflect import Outcome
 from lab_utils.reflection.scheduler import AgentStatus, Decision, Schedule, plan_cycle
@@ -43,8 +44,9 @@ def simulate(runs: Iterable[RunRecord], schedule: Schedule = Schedule(), *,
     step = dt.timedelta(hours=schedule.cycle_hours)
     last: dict[str, dt.datetime | None] = dict.fromkeys(agents)
     timeline: list[Decision] = []
-    cycle, now = 1, start + step
-    while now <= end:
+    cycles = (end - start) // step
+    for cycle in progress(range(1, cycles + 1), "reflection cycles"):
+        now = start + cycle * step
         new: dict[str, list[RunRecord]] = {}
         statuses = []
         for agent in agents:
@@ -60,5 +62,4 @@ def simulate(runs: Iterable[RunRecord], schedule: Schedule = Schedule(), *,
                     decision = replace(decision, outcome=outcome.status, changes=outcome.summary())
                 last[decision.agent] = now
             timeline.append(decision)
-        cycle, now = cycle + 1, now + step
     return timeline
