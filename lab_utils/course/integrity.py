@@ -37,7 +37,7 @@ from nbclient.exceptions import DeadKernelError
 from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets.config import Config
 
 from lab_utils.grading import PACKAGE_DIR
@@ -194,7 +194,9 @@ class CompareWithRelease(NbGraderPreprocessor):
         info = resources["nbgrader"]
         with Gradebook(info["db_url"]) as gb:
             notebook = gb.find_notebook(info["notebook"], info["assignment"])
-            released = {c.name: (c.source, c.locked, c.cell_type) for c in notebook.source_cells}
+            # A test cell as released, or as the instructor wrote it (hidden tests included).
+            released = {c.name: ({self._as_released(c.source), c.source}, c.locked, c.cell_type)
+                        for c in notebook.source_cells}
             graded = {c.name: c.max_score for c in notebook.grade_cells}
             answers = {c.name for c in notebook.solution_cells}
         notes, renamed = [], set()
@@ -204,24 +206,29 @@ class CompareWithRelease(NbGraderPreprocessor):
             if grade_id is None:
                 continue
             if grade_id not in released:
-                was = [n for n in graded if n not in present and released[n][0] == cell.source]
+                was = [n for n in graded if n not in present and cell.source in released[n][0]]
                 renamed.update(was[:1])
                 notes.append(f"test cell {was[0]} renamed to {grade_id}" if was
                              else f"a graded cell {grade_id} that is not in the release")
                 del cell.metadata["nbgrader"]  # a plain cell: nbgrader puts the released one back
                 continue
-            source, locked, cell_type = released[grade_id]
+            sources, locked, cell_type = released[grade_id]
             flags = {"grade": grade_id in graded, "solution": grade_id in answers}
             if flags["grade"]:
                 flags["points"] = graded[grade_id]
             cell.metadata.nbgrader.update(flags)
-            if locked and cell.source != source:
+            if locked and cell.source not in sources:
                 notes.append(f"test cell {grade_id} edited (the released version was run)")
         for grade_id, (_, _, cell_type) in released.items():
             if grade_id in graded and grade_id not in answers | present | renamed and cell_type == "code":
                 notes.append(f"test cell {grade_id} deleted (the released version was put back and run)")
         nb.metadata[KEY] = {"submission": notes}
         return nb, resources
+
+    def _as_released(self, source: str) -> str:
+        """The gradebook keeps a test cell with its hidden tests; students get it without them."""
+        cell = nbformat.v4.new_code_cell(source, metadata={"nbgrader": {"grade": True}})
+        return ClearHiddenTests(parent=self).preprocess_cell(cell, {}, 0)[0].source
 
 
 def _preload(nb) -> list[str]:

@@ -1,0 +1,196 @@
+"""Tampering flagged: cheats that pass tests without running them lose the points and are named.
+
+Each in-kernel cheat runs in a small notebook of one exercise through the integrity steps and a real
+kernel; the grading-day cases go through nbgrader's autograde on a throwaway copy of lesson 01.
+"""
+
+import shutil
+import subprocess
+import sys
+import warnings
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+from nbgrader.api import Gradebook
+from nbgrader.apps import NbGraderAPI
+from traitlets.config import Config
+
+from lab_utils.course import config, integrity
+from lab_utils.paths import ROOT
+
+LESSON = "01_naive_memory"
+RIGHT = "def double(x):\n    return 2 * x\n"
+WRONG = "def double(x):\n    return x\n"
+DROP_ASSERTS = '''import ast
+class DropAsserts(ast.NodeTransformer):
+    def visit_Assert(self, node):
+        return ast.Pass()
+get_ipython().ast_transformers.append(DropAsserts())
+'''
+# (cheat, answer it goes with, what the finding must name). A wrong answer shows the cheat works:
+# the test would have failed, yet it shows no error until the proof is checked.
+CHEATS = {
+    "input transformer": ('get_ipython().input_transformers_cleanup.append(lambda lines: ["pass\\n"])',
+                          WRONG, "never reached its last line"),
+    # IPython compiles each statement apart, so a tracer cannot jump over an assert; it can still
+    # watch or change what the test sees.
+    "settrace": ("import sys\nsys.settrace(lambda *args: None)", RIGHT, "tracing was on (sys.settrace"),
+    "setprofile": ("import sys\nsys.setprofile(lambda *args: None)", RIGHT, "tracing was on (sys.setprofile"),
+    "ast transformer": (DROP_ASSERTS, WRONG, "AST transformer: __main__.DropAsserts"),
+    "custom exception handler": ("get_ipython().set_custom_exc((AssertionError,), lambda *args, **kw: None)",
+                                 RIGHT, "a custom exception handler caught AssertionError"),
+    "grading patched": ("import lab_utils.grading\nlab_utils.grading.assert_own_implementation = lambda f: None",
+                        RIGHT, "lab_utils.grading.assert_own_implementation was replaced by code defined in the notebook"),
+    "check rebound": ("assert_own_implementation = lambda f: None\nimport operator, functools\n"
+                      "double = functools.partial(operator.mul, 2)", "",
+                      "assert_own_implementation is no longer lab_utils.grading.assert_own_implementation"),
+    "sys.modules replaced": ("import sys, types\nsys.modules['lab_utils.grading'] = types.ModuleType('lab_utils.grading')",
+                             RIGHT, "sys.modules entries replaced: lab_utils.grading"),
+    "kernel exits": ("import os\nos._exit(0)", RIGHT, "the kernel exited before test-double finished"),
+}
+
+
+def exercise(answer: str) -> nbformat.NotebookNode:
+    """One answer cell and its graded test cell, as a released lesson has them."""
+    meta = {"schema_version": 3, "task": False}
+    return new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}, cells=[
+        new_code_cell("from lab_utils.grading import assert_own_implementation"),
+        new_code_cell(answer, metadata={"nbgrader": {**meta, "grade": False, "grade_id": "double",
+                                                     "locked": False, "solution": True}}),
+        new_code_cell("assert_own_implementation(double)\nassert double(2) == 4, 'double doubles'",
+                      metadata={"nbgrader": {**meta, "grade": True, "grade_id": "test-double", "locked": True,
+                                             "points": 1, "solution": False}}),
+    ])
+
+
+def run_sealed(nb, tmp_path) -> tuple[nbformat.NotebookNode, list[str]]:
+    """Seal, execute and verify as autograde does; the test cell and the findings."""
+    c = Config()
+    integrity.install(c)
+    steps = c.Autograde.autograde_preprocessors
+    at = steps.index(integrity.Seal)
+    resources = {"metadata": {"path": str(tmp_path)}, "nbgrader": {"notebook": "lesson"}}
+    for step in steps[at:at + 3]:
+        nb, resources = step(config=Config({"Execute": {"timeout": 60}}))(nb, resources)
+    return nb.cells[-1], integrity.findings(tmp_path / "lesson.ipynb")
+
+
+def errors(cell) -> list[str]:
+    return [f"{o['ename']}: {o['evalue']}" for o in cell.outputs if o["output_type"] == "error"]
+
+
+def test_an_honest_answer_passes_unflagged_and_a_wrong_one_fails_unflagged(tmp_path):
+    right, found = run_sealed(exercise(RIGHT), tmp_path)
+    assert errors(right) == [] and found == []
+    assert right.source.endswith("'double doubles'"), "the proof line is removed after the check"
+    assert all(integrity.MIME not in o.get("data", {}) for o in right.outputs), "and so is its report"
+    wrong, found = run_sealed(exercise(WRONG), tmp_path)
+    assert errors(wrong) == ["AssertionError: double doubles"] and found == []
+
+
+@pytest.mark.parametrize("name", CHEATS)
+def test_a_cheat_costs_the_points_and_is_named(name, tmp_path):
+    cheat, answer, named = CHEATS[name]
+    cell, found = run_sealed(exercise(f"{cheat}\n{answer}"), tmp_path)
+    integrity_errors = [e for e in errors(cell) if e.startswith("IntegrityError")]
+    assert integrity_errors, f"{name}: the test cell must show why it earns nothing"
+    assert [e for e in errors(cell) if e not in integrity_errors] == [], \
+        f"{name}: the cheat made the test pass (or not run) before the proof was checked"
+    assert len(found) == 1 and found[0].startswith("test-double did not run as released: ")
+    assert named in found[0], found
+
+
+def test_findings_without_a_record_say_it_was_not_checked(tmp_path):
+    assert integrity.findings(tmp_path / "lesson.ipynb")[0].startswith("not checked for tampering")
+
+
+# --- through nbgrader's autograde, on lesson 01 ---
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    root = tmp_path_factory.mktemp("course")
+    shutil.copytree(ROOT / "solutions" / LESSON, root / "solutions" / LESSON)
+    shutil.copy(ROOT / "nbgrader_config.py", root)
+    subprocess.run([sys.executable, "-m", "lab_utils.course", "release", "--root", str(root)], check=True)
+    return root
+
+
+def autograde(root, student, nb) -> tuple[float, list[str]]:
+    """Hand `nb` in, autograde it with the integrity steps; (auto score, findings)."""
+    folder = root / "submitted" / student / LESSON
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / f"{LESSON}.ipynb")
+    settings = config.load(root)
+    integrity.install(settings)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = NbGraderAPI(config=settings).autograde(LESSON, student)
+    assert result["success"], result.get("log")
+    with Gradebook(config.gradebook_url(root)) as gb:
+        score = gb.find_submission(LESSON, student).code_score
+    return score, integrity.findings(root / "autograded" / student / LESSON / f"{LESSON}.ipynb")
+
+
+def released(root):
+    return nbformat.read(root / "lessons" / LESSON / f"{LESSON}.ipynb", as_version=4)
+
+
+def solution(root):
+    return nbformat.read(root / "solutions" / LESSON / f"{LESSON}.ipynb", as_version=4)
+
+
+def cell(nb, grade_id):
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def test_the_solution_scores_full_marks_unflagged(course):
+    score, found = autograde(course, "honest", solution(course))
+    assert found == []
+    with Gradebook(config.gradebook_url(course)) as gb:
+        assert score == gb.find_assignment(LESSON).max_code_score
+
+
+def test_a_blank_lesson_with_an_input_transformer_earns_nothing(course):
+    nb = released(course)
+    first = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    first.source = 'get_ipython().input_transformers_cleanup.append(lambda lines: ["pass\\n"])'
+    score, found = autograde(course, "transformer", nb)
+    tests = [c.metadata.nbgrader.grade_id for c in nb.cells if integrity._is_test(c)]
+    assert score == 0
+    assert found and [f.split(" ")[0] for f in found] == tests, "every test cell after the cheat is named"
+
+
+def tests_of(nb) -> list:
+    return [c for c in nb.cells if integrity._is_test(c)]
+
+
+def test_a_kernel_that_exits_is_graded_up_to_the_exit_and_flagged(course):
+    nb = solution(course)
+    tests = tests_of(nb)
+    # The kernel exits in the second exercise's answer: the first exercise's tests ran before it.
+    answers = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"]
+    answers[1].source += "\nimport os\nos._exit(0)"
+    before = [c for c in tests if nb.cells.index(c) < nb.cells.index(answers[1])]
+    score, found = autograde(course, "exits", nb)
+    assert score == sum(c.metadata.nbgrader.points for c in before)
+    after = [c.metadata.nbgrader.grade_id for c in tests[len(before):]]
+    assert after and found == [f"{t} did not run as released: the kernel exited before {t} finished" for t in after]
+
+
+def test_edited_deleted_and_renamed_test_cells_are_named_and_the_released_ones_run(course):
+    nb = solution(course)
+    renamed, edited, deleted = (tests_of(nb)[i] for i in (0, 1, -1))
+    names = [c.metadata.nbgrader.grade_id for c in (renamed, edited, deleted)]
+    edited.source = "pass"
+    nb.cells.remove(deleted)
+    renamed.metadata.nbgrader.grade_id = "test-mine"
+    score, found = autograde(course, "tampered", nb)
+    assert sorted(found) == sorted([
+        f"test cell {names[0]} renamed to test-mine",
+        f"test cell {names[1]} edited (the released version was run)",
+        f"test cell {names[2]} deleted (the released version was put back and run)",
+    ])
+    with Gradebook(config.gradebook_url(course)) as gb:
+        assert score == gb.find_assignment(LESSON).max_code_score, "the released tests ran against the solution"
