@@ -1,0 +1,150 @@
+"""Near-copies: answers too close to the reference or to another student's, for a person to review.
+
+Each answer cell is parsed and normalized (names numbered in order of first use, literals reduced
+to their type, docstrings, comments and annotations dropped), so renaming variables or rewording
+strings does not hide a copy. Two normalized answers are compared token by token with difflib.
+An answer is compared with the solution cell, with the lab_utils function of the same name (the
+reference a later lesson imports), and with every other student's answer to the same exercise.
+Blank answers (the released stub, or a body that still raises NotImplementedError) are skipped.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import itertools
+import re
+from pathlib import Path
+
+import nbformat
+
+from lab_utils.grading import PACKAGE_DIR
+
+THRESHOLD = 0.9
+# An answer this many normalized tokens longer than its stub at least: shorter ones are too alike
+# whoever writes them.
+MIN_WRITTEN_TOKENS = 15
+
+
+class _Normalize(ast.NodeTransformer):
+    def __init__(self):
+        self.names: dict[str, str] = {}
+
+    def _rename(self, name: str) -> str:
+        return self.names.setdefault(name, f"n{len(self.names)}")
+
+    def visit_Name(self, node):
+        node.id = self._rename(node.id)
+        return node
+
+    def visit_arg(self, node):
+        node.arg, node.annotation = self._rename(node.arg), None
+        return node
+
+    def visit_Constant(self, node):
+        return ast.Constant(type(node.value).__name__)
+
+    def _definition(self, node):
+        node.name = self._rename(node.name)
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+            node.body = body[1:] or [ast.Pass()]  # the docstring
+        if hasattr(node, "returns"):
+            node.returns = None
+        return self.generic_visit(node)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _definition
+
+    def visit_AnnAssign(self, node):
+        node.annotation = ast.Constant("annotation")
+        return self.generic_visit(node)
+
+
+def tokens(source: str) -> list[str] | None:
+    """The normalized tokens of some Python code; None if it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    return re.findall(r"\w+|[^\w\s]", ast.unparse(_Normalize().visit(tree)))
+
+
+def similarity(a: list[str], b: list[str]) -> float:
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def _answers(path: Path) -> dict[str, str]:
+    """grade_id -> source of every code answer cell of a notebook ({} if it cannot be read)."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception:  # a broken submission is reported by autograde; here it has no answers
+        return {}
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
+            if c.cell_type == "code" and c.get("metadata", {}).get("nbgrader", {}).get("solution")
+            and "grade_id" in c.metadata["nbgrader"]}
+
+
+def _blank(source: str, stub: list[str] | None) -> bool:
+    if "NotImplementedError" in source:
+        return True
+    written = tokens(source)
+    return written is None or (stub is not None and len(written) - len(stub) < MIN_WRITTEN_TOKENS)
+
+
+def _functions(source: str) -> dict[str, str]:
+    """name -> source of each function an answer defines at its top level."""
+    return {n.name: ast.get_source_segment(source, n) for n in ast.parse(source).body
+            if isinstance(n, ast.FunctionDef)}
+
+
+def _library_functions() -> dict[str, list[tuple[str, str]]]:
+    """name -> [(dotted name, source)] of every function in lab_utils (the course's wing excepted)."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        module = ".".join(("lab_utils", *path.relative_to(PACKAGE_DIR).with_suffix("").parts))
+        if module.startswith("lab_utils.course"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef):
+                found.setdefault(node.name, []).append((f"{module}.{node.name}", ast.get_source_segment(text, node)))
+    return found
+
+
+def near_copies(root: Path, lesson: str, threshold: float = THRESHOLD) -> dict[str, str]:
+    """student -> why their answers to `lesson` look copied (the exercise and the other party)."""
+    root = Path(root)
+    name = f"{lesson}.ipynb"
+    solution = _answers(root / "solutions" / lesson / name)
+    stubs = {k: tokens(v) for k, v in _answers(root / "lessons" / lesson / name).items()}
+    submitted = sorted(p for p in (root / "submitted").glob(f"*/{lesson}/{name}"))
+    library = _library_functions()
+    written: dict[str, dict[str, tuple[str, list[str]]]] = {}  # student -> exercise -> (source, tokens)
+    for path in submitted:
+        student = path.parent.parent.name
+        for exercise, source in _answers(path).items():
+            if exercise in solution and not _blank(source, stubs.get(exercise)):
+                written.setdefault(student, {})[exercise] = (source, tokens(source))
+    reasons: dict[str, list[str]] = {}
+
+    def flag(student: str, exercise: str, other: str, score: float) -> None:
+        reasons.setdefault(student, []).append(f"{exercise}: near-copy of {other} ({score:.2f})")
+
+    for student, answers in written.items():
+        for exercise, (source, mine) in answers.items():
+            # The whole cell against the solution cell; each function against its lab_utils namesake.
+            pairs = [(mine, "the reference solution", solution[exercise])] + [
+                (tokens(function), dotted, reference) for name, function in _functions(source).items()
+                for dotted, reference in library.get(name, [])]
+            for answer_tokens, other, reference in pairs:
+                score = similarity(answer_tokens, tokens(reference) or [])
+                if score >= threshold:
+                    flag(student, exercise, other, score)
+                    break
+    for (one, a), (two, b) in itertools.combinations(sorted(written.items()), 2):
+        for exercise in sorted(a.keys() & b.keys()):
+            score = similarity(a[exercise][1], b[exercise][1])
+            if score >= threshold:
+                flag(one, exercise, f"{two}'s answer", score)
+                flag(two, exercise, f"{one}'s answer", score)
+    return {student: "; ".join(found) for student, found in sorted(reasons.items())}
