@@ -1,6 +1,6 @@
 """How good a memory is: retrieval metrics over a gold set, and two production metrics;
-also what each poisoning leaves in a memory file, and settings chosen from labelled data
-(the dedupe threshold, BM25's b).
+also what each poisoning leaves in a memory file, the words that expose a memory, and
+settings chosen from labelled data (the dedupe threshold, BM25's b).
 
 A gold item is a query plus the knowledge it needs, written as one or more markers:
 {"query": ..., "marker": "status filter"} or {"query": ..., "markers": ["enterprise", "kb-101"]}.
@@ -178,6 +178,19 @@ def poisoning_counts(path: str | Path) -> dict[str, int]:
             "copies of the guess": sum(GUESS in m.text for m in items),
             "from t-9021": sum(m.source == POISONED_SOURCE for m in items),
             "raw observations": sum(is_raw_observation(m.text) for m in items)}
+
+
+def exposing_words(store: MemoryStore, memory_id: str, k: int = 3) -> list[str]:
+    """The words of a memory that, each sent alone as a query, make recall return it, sorted.
+
+    A word exposes the memory when `store.search(word, k)` (minimum score included) returns it.
+    Only the memory's own tokens are tried: a word it lacks scores it zero.
+    """
+    memory = next((m for m in store.items if m.id == memory_id), None)
+    if memory is None:
+        raise ValueError(f"no memory {memory_id!r} in {store.path}")
+    return sorted(word for word in set(tokenize(memory.text))
+                  if any(m.id == memory_id for m in store.search(word, k)))
 
 
 # -- choosing a dedupe threshold from labelled pairs -------------------------------------
