@@ -8,10 +8,10 @@ import math
 import pytest
 
 from lab_utils.memory import Memory, MemoryStore
-from lab_utils.metrics import (WITH_RECALL, WITHOUT_MEMORY, TicketCost, evaluate, hit_all, hit_any,
-                               is_relevant, mrr, ndcg, ndcg_at_k, poisoning_report, recall_all_at_k,
-                               recall_any_at_k, recall_at_k, reciprocal_rank, rejection_rate,
-                               ticket_cost)
+from lab_utils.metrics import (WITH_RECALL, WITHOUT_MEMORY, TicketCost, choose_b, choose_threshold,
+                               evaluate, hit_all, hit_any, is_relevant, merge_errors, mrr, ndcg, ndcg_at_k,
+                               poisoning_counts, poisoning_report, recall_all_at_k, recall_any_at_k,
+                               recall_at_k, recall_with_b, reciprocal_rank, rejection_rate, ticket_cost)
 from lab_utils.paths import load_data
 from lab_utils.plots import grouped_bars, lines
 from lab_utils.rules import forget_source, remember
@@ -105,6 +105,33 @@ def test_poisoning_report_counts_what_each_detector_flags(naive):
     assert report.loc["invoice copy request from C-2210"].tolist() == [1, 0, 0, 1]
     assert report.loc["nothing like it"].tolist() == [0, 0, 0, 0]
     assert poisoning_report(naive, queries[:1], {}, k=2)["clean"].tolist() == [2]
+
+
+def test_recall_with_b_ranks_as_the_store_does_and_choose_b_keeps_the_first_of_a_tie(disciplined):
+    gold = load_data("support", "gold.json")
+    for k in (1, 3):
+        assert recall_with_b(disciplined.items, gold, k, b=0.75) == recall_at_k(disciplined, gold, k)
+    assert choose_b(disciplined.items, gold, 1, [0.75, 0.5, 1.0]) == 1.0
+    assert choose_b(disciplined.items, gold, 3, [0.75, 1.0]) == 0.75  # all tie at 1.0
+    assert choose_b(disciplined.items, gold, 3, [1.0, 0.75]) == 1.0
+
+
+def test_poisoning_counts_read_the_file(naive, disciplined):
+    assert poisoning_counts(disciplined.path) == {"PII strings": 0, "copies of the guess": 0, "from t-9021": 0,
+                                                  "raw observations": 0}
+    counts = poisoning_counts(naive.path)  # the naive fixture has forgotten t-9021 already
+    assert counts == {"PII strings": 2, "copies of the guess": 1, "from t-9021": 0, "raw observations": 8}
+
+
+def test_the_threshold_is_the_lowest_that_merges_no_non_duplicate():
+    pairs = [{"a": "alpha beta gamma delta", "b": "alpha beta gamma delta", "duplicate": True},    # 1.0
+             {"a": "alpha beta gamma", "b": "alpha beta gamma delta", "duplicate": True},          # 0.75
+             {"a": "alpha beta gamma delta", "b": "alpha beta gamma epsilon", "duplicate": False}]  # 0.6
+    assert merge_errors(pairs, 0.6) == {"false merges": 1, "missed duplicates": 0}
+    assert merge_errors(pairs, 0.8) == {"false merges": 0, "missed duplicates": 1}
+    assert choose_threshold(pairs, [0.9, 0.6, 0.7]) == 0.7  # 0.6 merges the pair at exactly 0.6
+    with pytest.raises(ValueError, match="merges a pair labelled not duplicate"):
+        choose_threshold(pairs, [0.5, 0.6])
 
 
 # -- production metrics ----------------------------------------------------------------------
