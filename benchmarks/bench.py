@@ -134,6 +134,17 @@ def autograde_times(folder: Path) -> dict[str, float]:
     return times
 
 
+def redaction_rows() -> list[tuple[str, str]]:
+    """redact's recall and false-positive rate on the PII test set (data/pii/cases.json and every
+    region's example numbers), beside phonenumbers' own PhoneNumberMatcher (phones only)."""
+    from lab_utils.attacks import pii
+
+    goals = pii.summary(pii.table(rules.redact))
+    return [(f"redact: {goal}", f"{row['redact']:.1%} (phonenumbers matcher {row['phonenumbers matcher']:.1%}); "
+             f"{row['cases']} cases{', goal ' + row['goal'] if row['goal'] else ''}")
+            for goal, row in goals.iterrows()]
+
+
 def main() -> None:
     warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's gradebook chatter
     from lab_utils.proposer.campaign import run_study
@@ -169,6 +180,7 @@ def main() -> None:
     mutants = [o for outcomes in grading_strength.measure(grading_strength.LESSONS).values() for o in outcomes]
     rows.append(("mutants of the solutions' answers (make grading-strength)",
                  grading_strength.describe(*grading_strength.shares(mutants))))
+    rows += redaction_rows()
     width = max(len(name) for name, _ in rows)
     print(f"{'measure'.ljust(width)} | result")
     print(f"{'-' * width}-|-{'-' * 40}")
