@@ -9,7 +9,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # instructor tools. postBuild installs the same folder on Binder; the browser test uses it too.
 STUDENT_VIEW := JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter_config
 
-.PHONY: lab lab-instructor test release autograde feedback grades bench grading-strength clean
+.PHONY: lab lab-instructor test test-timing release autograde feedback grades bench grading-strength clean
 
 $(READY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +23,15 @@ lab: $(READY)  ## open the course in JupyterLab, as students see it
 lab-instructor: $(READY)  ## JupyterLab with nbgrader's instructor tools (Formgrader, Create Assignment)
 	$(BIN)/jupyter lab $(ROOT_FLAG)
 
+# Tests run in parallel (pytest-xdist): one worker per core; tests sharing a course or a server
+# stay on one worker (tests/conftest.py). `make test TEST_ARGS=` runs them in one process.
+TEST_ARGS ?= -n auto --dist loadgroup
+
 test: $(READY)  ## run every test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(TEST_ARGS)
+
+test-timing: $(READY)  ## the whole suite in one process (as before) and as `make test` runs it, timed
+	$(BIN)/python benchmarks/test_timing.py $(TEST_ARGS)
 
 release: $(READY)  ## regenerate lessons/ from solutions/
 	$(BIN)/python -m lab_utils.course release

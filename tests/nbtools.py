@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import re
 import shutil
 from dataclasses import dataclass
@@ -29,6 +30,18 @@ def execute(source: Path, workdir: Path, allow_errors: bool = False) -> nbformat
     NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=allow_errors,
                    resources={"metadata": {"path": str(workdir)}}).execute()
     return nb
+
+
+def executed_once(source: Path, folder: Path) -> nbformat.NotebookNode:
+    """`source` executed (errors kept in its outputs) and saved in `folder`, or the copy saved there
+    before: a lock makes concurrent callers, in any process, wait for the first."""
+    folder.mkdir(parents=True, exist_ok=True)
+    saved = folder / source.name
+    with open(folder / f"{source.stem}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not saved.exists():
+            nbformat.write(execute(source, folder / source.stem, allow_errors=True), saved)
+    return nbformat.read(saved, as_version=4)
 
 
 def nbgrader_meta(cell) -> dict:

@@ -2,13 +2,13 @@
 
 import pytest
 
-from nbtools import LESSONS, errors, execute, notebook_path, stray_errors
+from nbtools import LESSONS, error_text, errors, execute, notebook_path, stray_errors
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_solution_runs_offline(lesson, offline):
-    nb = execute(notebook_path("solutions", lesson), offline / "run")
-    assert not errors(nb)
+def test_solution_runs_offline(lesson, executed_solution):
+    nb = executed_solution(lesson)
+    assert not errors(nb), "\n\n".join(error_text(nb.cells[index])[-2000:] for index, _, _ in errors(nb))
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
