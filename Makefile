@@ -31,7 +31,7 @@ test: $(READY)  ## run every test
 	$(BIN)/python -m pytest $(TEST_ARGS)
 
 test-timing: $(READY)  ## the whole suite in one process (as before) and as `make test` runs it, timed
-	$(BIN)/python benchmarks/test_timing.py $(TEST_ARGS)
+	$(BIN)/python benchmarks/test_timing.py --parallel "$(TEST_ARGS)"
 
 release: $(READY)  ## regenerate lessons/ from solutions/
 	$(BIN)/python -m lab_utils.course release

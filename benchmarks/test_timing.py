@@ -1,11 +1,15 @@
-"""`make test-timing`: the whole suite as it ran before (one process) and as `make test` runs it now
-(pytest-xdist, arguments from the Makefile), timed back to back on this machine.
+"""`make test-timing`: the suite as it ran before (one process) and as `make test` runs it now
+(pytest-xdist), timed back to back on this machine.
 
-    python benchmarks/test_timing.py -n auto --dist loadgroup
+    python benchmarks/test_timing.py --parallel "-n auto --dist loadgroup" [tests/unit ...]
+
+Paths after the options narrow both runs to part of the suite.
 """
 
 from __future__ import annotations
 
+import argparse
+import shlex
 import subprocess
 import sys
 import time
@@ -24,14 +28,17 @@ def timed_run(args: list[str]) -> tuple[float, str]:
 
 
 def main() -> None:
-    parallel = sys.argv[1:] or ["-n", "auto", "--dist", "loadgroup"]
-    runs = {"before: one process": ["-p", "no:xdist"], f"now: {' '.join(parallel)}": parallel}
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--parallel", default="-n auto --dist loadgroup", help="what `make test` adds")
+    parser.add_argument("tests", nargs="*", help="part of the suite (default: all of it)")
+    args = parser.parse_args()
+    runs = {"before: one process": ["-p", "no:xdist"], f"now: {args.parallel}": shlex.split(args.parallel)}
     times = {}
-    for name, args in runs.items():
-        times[name], summary = timed_run(args)
-        print(f"{name:<40} {times[name]:7.1f} s   {summary}", flush=True)
+    for name, extra in runs.items():
+        times[name], summary = timed_run([*extra, *args.tests])
+        print(f"{name:<36} {times[name]:7.1f} s   {summary}", flush=True)
     before, now = times.values()
-    print(f"{'now / before':<40} {now / before:7.2f}   (goal: at most 0.50)")
+    print(f"{'now / before':<36} {now / before:7.2f}   (goal: at most 0.50)")
 
 
 if __name__ == "__main__":
