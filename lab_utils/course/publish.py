@@ -1,0 +1,137 @@
+"""The repository students get: the lessons, the data and lab_utils, without the answers.
+
+Left out: solutions/ (reference answers and hidden tests), tests/ and their grading fixtures,
+benchmarks/, docs/instructors.md, this package (lab_utils/course/) and everything nbgrader keeps
+for the instructor (gradebook, submissions). The students' README and Makefile are written here.
+A folder already holding a publish is replaced (its .git kept, so the next publish is a commit);
+any other non-empty folder is refused.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+MARKER = ".students-repository"  # a publish writes it; only such a folder is ever overwritten
+COPIED = ("lessons", "data", "lab_utils", "jupyter_config", "environment.yml", "postBuild",
+          "pyproject.toml", "setup.py", "MANIFEST.in")
+SKIPPED = shutil.ignore_patterns("course", "__pycache__", "*.pyc", ".ipynb_checkpoints")
+
+MAKEFILE = """\
+# `make lab` sets everything up on a fresh machine and opens the lessons.
+PYTHON ?= python3
+BIN := .venv/bin
+READY := .venv/.ready
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+
+.PHONY: lab validate
+
+$(READY): pyproject.toml
+\t$(PYTHON) -m venv .venv
+\t$(BIN)/python -m pip install --quiet --upgrade pip
+\t$(BIN)/python -m pip install --quiet -e .
+\ttouch $(READY)
+
+lab: $(READY)  ## open the lessons in JupyterLab
+\tJUPYTER_CONFIG_PATH=$(CURDIR)/jupyter_config $(BIN)/jupyter lab $(ROOT_FLAG)
+
+# `make validate LESSON=01_naive_memory`: what the Validate button does, from the command line.
+validate: $(READY)
+\t$(BIN)/nbgrader validate lessons/$(or $(LESSON),*)/*.ipynb
+"""
+
+GITIGNORE = """\
+.venv/
+__pycache__/
+*.egg-info/
+.ipynb_checkpoints/
+work/
+"""
+
+README = """\
+# Agent Memory Lab
+
+A hands-on Jupyter course in which you build long-term memory for an LLM support agent: you give
+it a memory, break that memory, fix it with write rules, measure it, give facts a temporal schema,
+and finally let an outer loop improve it. Every lesson runs **offline, with no API key**, in
+seconds: the model's answers are replayed from `data/responses/`.
+
+## Start
+
+```bash
+make lab    # creates .venv, installs the course, opens JupyterLab on lessons/
+```
+
+You need Python 3.11 or newer and `make`. Open `lessons/01_naive_memory/01_naive_memory.ipynb`
+and run it from the top. Each exercise is a cell that says `raise NotImplementedError()`: replace
+it with your code, then run the test cell below it. An unfinished exercise fails there, and only
+there; the rest of the lesson still runs, because later lessons import the course's own version
+of earlier exercises from `lab_utils`.
+
+## Validate
+
+The **Validate** button in the notebook's toolbar runs the whole notebook and tells you which test
+cells fail, with a message naming the rule your answer broke. `make validate` (or
+`make validate LESSON=01_naive_memory`) does the same from a terminal. Validate passing means the
+rules the lesson states hold for the cases it shows; your submission is also graded on other
+cases, so keep to the rules, not to the examples.
+
+## Binder and Colab
+
+- **Binder**: open this repository on [mybinder.org](https://mybinder.org) and add
+  `?urlpath=lab/tree/lessons` to the launch link. Binder builds `environment.yml` and runs
+  `postBuild`, so you get the same view as `make lab`. It does not keep files: download your
+  notebook before you close the tab.
+- **Colab**: open a lesson from GitHub, then run `!git clone <this repository> lab && cd lab &&
+  pip install -q -e .` in a first cell and `%cd lab/lessons/<lesson>` before the lesson's cells.
+  Colab has no Validate button: run the test cells.
+
+## Offline and live
+
+By default every model call is answered from `data/responses/`, through the real `anthropic`
+client. To call the model yourself:
+
+```bash
+LAB_LIVE=1 ANTHROPIC_API_KEY=sk-... make lab
+```
+
+Spending is counted and capped by `LAB_MAX_USD` (default USD 1.00 per kernel). A request that has
+no stored answer offline fails with a message saying how to go live. Your key is never written
+to a file.
+
+## Layout
+
+```
+lessons/        the notebooks you work in
+data/           every dataset and stored model answer the lessons use
+lab_utils/      the course's library: what later lessons build on, the model layer, plots
+jupyter_config/ the JupyterLab view (make lab and Binder use it)
+```
+
+Notebooks write only to `work/` (`LAB_WORK_DIR` moves it).
+"""
+
+
+def publish(root: Path, dest: Path) -> None:
+    """Write the students' repository from the course in `root` into `dest`."""
+    root, dest = Path(root), Path(dest)
+    missing = [name for name in COPIED if not (root / name).exists()]
+    if missing:
+        raise FileNotFoundError(f"{root} is not a course folder: no {', '.join(missing)}")
+    if dest.exists() and any(dest.iterdir()):
+        if not (dest / MARKER).exists():
+            raise FileExistsError(f"{dest} is not empty and holds no earlier publish ({MARKER}): "
+                                  "choose a new or empty folder")
+        for entry in dest.iterdir():
+            if entry.name != ".git":
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in COPIED:
+        source = root / name
+        if source.is_dir():
+            shutil.copytree(source, dest / name, ignore=SKIPPED)
+        else:
+            shutil.copy2(source, dest / name)
+    for name, text in (("README.md", README), ("Makefile", MAKEFILE), (".gitignore", GITIGNORE),
+                       (MARKER, "Written by `python -m lab_utils.course publish`; the next publish replaces it.\n")):
+        (dest / name).write_text(text, encoding="utf-8")
