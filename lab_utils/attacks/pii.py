@@ -106,18 +106,28 @@ def removed_completely(case: Case, redacted: str) -> bool:
     return not (left - allowed)
 
 
-def score(redactor: Callable[[str], str], cases: list[Case]) -> pd.DataFrame:
-    """Per group: how many cases, and the share removed completely (positives) or changed (negatives)."""
+def judged(redactor: Callable[[str], str], cases: list[Case]) -> pd.DataFrame:
+    """One row per case: its group, what is measured, whether it holds, and the redactor's output."""
     rows = []
     for case in cases:
         out = redactor(case.text)
-        if case.pii:
-            rows.append({"group": case.group, "measure": "removed completely",
-                         "hit": removed_completely(case, out)})
-        else:
-            rows.append({"group": case.group, "measure": "changed", "hit": out != _nfc(case.text)})
-    frame = pd.DataFrame(rows)
+        hit = removed_completely(case, out) if case.pii else out != _nfc(case.text)
+        rows.append({"group": case.group, "measure": "removed completely" if case.pii else "changed",
+                     "hit": hit, "text": case.text, "output": out})
+    return pd.DataFrame(rows)
+
+
+def score(redactor: Callable[[str], str], cases: list[Case]) -> pd.DataFrame:
+    """Per group: how many cases, and the share removed completely (positives) or changed (negatives)."""
+    frame = judged(redactor, cases)
     return frame.groupby(["group", "measure"], sort=False)["hit"].agg(cases="size", share="mean")
+
+
+def mistakes(redactor: Callable[[str], str], cases: list[Case]) -> pd.DataFrame:
+    """The cases the redactor gets wrong: a positive not removed completely, a negative changed."""
+    frame = judged(redactor, cases)
+    wrong = frame["hit"] == (frame["measure"] == "changed")
+    return frame[wrong].drop(columns="hit").reset_index(drop=True)
 
 
 def phonenumbers_matcher(case_region: str = "US") -> Callable[[str], str]:
