@@ -8,8 +8,10 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # The student view, as on Binder: starts on lessons/, nbgrader's Validate button without its
 # instructor tools. postBuild installs the same folder on Binder; the browser test uses it too.
 STUDENT_VIEW := JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter_config
+# The course commands act on the folder this Makefile is in (a clone, or a copy of it).
+COURSE := --root $(CURDIR)
 
-.PHONY: lab lab-instructor test test-timing release autograde feedback grades bench grading-strength clean
+.PHONY: lab lab-instructor test test-timing release autograde feedback grades student-repo bench grading-strength backup clean
 
 $(READY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,19 +36,25 @@ test-timing: $(READY)  ## the whole suite in one process (as before) and as `mak
 	$(BIN)/python benchmarks/test_timing.py --parallel "$(TEST_ARGS)"
 
 release: $(READY)  ## regenerate lessons/ from solutions/
-	$(BIN)/python -m lab_utils.course release
+	$(BIN)/python -m lab_utils.course release $(COURSE)
 
-# `make autograde LESSON=03_write_rules` (and feedback) handles one lesson only.
+# `make autograde LESSON=03_write_rules` (and feedback) handles one lesson only, `STUDENT=ada`
+# one student; `JOBS=2` grades in two processes; `UNSAFE=1` grades without the sandbox.
 ONLY := $(if $(LESSON),--lesson $(LESSON))
+JOBS ?= 1
 
-autograde: $(READY)  ## grade every submission in submitted/<student>/<lesson>/
-	$(BIN)/python -m lab_utils.course autograde $(ONLY)
+autograde: $(READY)  ## grade every submission in submitted/<student>/<lesson>/, sandboxed
+	$(BIN)/python -m lab_utils.course autograde $(COURSE) $(ONLY) $(if $(STUDENT),--student $(STUDENT)) --jobs $(JOBS) $(if $(UNSAFE),--unsafe)
 
 feedback: $(READY)  ## HTML feedback per student and lesson, in feedback/
-	$(BIN)/python -m lab_utils.course feedback $(ONLY)
+	$(BIN)/python -m lab_utils.course feedback $(COURSE) $(ONLY)
 
-grades: $(READY)  ## grades.csv, and where the class lost points: grades_by_exercise.csv and .png
-	$(BIN)/python -m lab_utils.course grades
+grades: $(READY)  ## grades.csv, grades_canvas.csv (LMS), where the class lost points: grades_by_exercise.*
+	$(BIN)/python -m lab_utils.course grades $(COURSE)
+
+student-repo: $(READY)  ## the students' repository, without answers: make student-repo DIR=../lab-students
+	$(if $(DIR),,$(error say where: make student-repo DIR=../lab-students))
+	$(BIN)/python -m lab_utils.course publish $(COURSE) $(DIR)
 
 bench: $(READY)  ## the speed figures of the README, measured in one run
 	$(BIN)/python benchmarks/bench.py
@@ -54,5 +62,11 @@ bench: $(READY)  ## the speed figures of the README, measured in one run
 grading-strength: $(READY)  ## how many planted mistakes in the solutions lose points, and fail Validate first
 	$(BIN)/python benchmarks/grading_strength.py --survivors
 
-clean:
-	rm -rf $(VENV) work artifacts/browser gradebook.db autograded feedback grades.csv grades_by_exercise.*
+# The gradebook holds hand grades no command can remake: copy it aside, never delete it silently.
+backup:  ## a dated copy of gradebook.db in backups/
+	mkdir -p backups
+	sqlite3 gradebook.db ".backup backups/gradebook-$$(date +%Y%m%d-%H%M%S).db" 2>/dev/null \
+		|| cp gradebook.db backups/gradebook-$$(date +%Y%m%d-%H%M%S).db
+
+clean:  ## remove what commands remake (the gradebook and submissions stay)
+	rm -rf $(VENV) work artifacts/browser autograded feedback grades.csv grades_canvas.csv grades_by_exercise.*

@@ -18,7 +18,9 @@ from pathlib import Path
 from rank_bm25 import BM25Okapi
 from sqlalchemy.exc import SAWarning
 
-from lab_utils import course, rules
+from lab_utils import rules
+from lab_utils.course import lesson_names, release
+from lab_utils.course.autograde import autograde_all
 from lab_utils.memory import MemoryStore
 from lab_utils.noise import generate_tickets
 from lab_utils.paths import ROOT, load_data
@@ -26,6 +28,7 @@ from lab_utils.text import tokenize
 
 import grading_strength  # benchmarks/, next to this file
 
+CLASS_SIZE = 24  # submissions graded with JOBS=1 and JOBS=2 for the parallel ratio
 QUERIES = [g["query"] for g in load_data("support", "gold.json")] + [
     "export file has no rows after the filter change", "invoice copy for last month",
     "customer asks for a callback about seats", "weekly report export is empty"]
@@ -121,17 +124,35 @@ def lesson_times(folder: Path) -> dict[str, float]:
     return {lesson: timed(execute, notebook_path("solutions", lesson), folder / lesson) for lesson in LESSONS}
 
 
-def autograde_times(folder: Path) -> dict[str, float]:
-    root = folder / "course"
-    shutil.copytree(ROOT / "solutions", root / "solutions")
-    course.release(root)
-    times = {}
-    for lesson in course.lesson_names(root):
-        target = root / "submitted" / "bench" / lesson
+def course_copy(folder: Path, lessons: list[str]) -> Path:
+    """A released course with these lessons, graded with the repository's nbgrader_config.py."""
+    for lesson in lessons:
+        shutil.copytree(ROOT / "solutions" / lesson, folder / "solutions" / lesson)
+    release(folder)
+    return folder
+
+
+def hand_in(root: Path, lesson: str, students: list[str]) -> None:
+    for student in students:
+        target = root / "submitted" / student / lesson
         target.mkdir(parents=True)
         shutil.copy(root / "solutions" / lesson / f"{lesson}.ipynb", target)
-        times[lesson] = timed(course.autograde, lesson, "bench", root)
-    return times
+
+
+def autograde_times(folder: Path) -> dict[str, float]:
+    """Seconds to autograde one submission (the solution) of each lesson, sandboxed, one at a time."""
+    root = course_copy(folder / "course", lesson_names())
+    for lesson in lesson_names(root):
+        hand_in(root, lesson, ["bench"])
+    return {o.lesson: o.seconds for o in autograde_all(root)}
+
+
+def parallel_class(folder: Path, students: int = CLASS_SIZE) -> tuple[float, float]:
+    """Wall-clock seconds to autograde a class (the first lesson) with JOBS=1, then JOBS=2."""
+    lesson = lesson_names()[0]
+    root = course_copy(folder / "class", [lesson])
+    hand_in(root, lesson, [f"student-{i:03d}" for i in range(students)])
+    return tuple(timed(lambda jobs=jobs: list(autograde_all(root, jobs=jobs))) for jobs in (1, 2))
 
 
 def redaction_rows() -> list[tuple[str, str]]:
@@ -175,8 +196,12 @@ def main() -> None:
                      f"{timed(lambda: [evaluate(c, scenarios) for c in grid()]):.1f} s"))
         rows.append(("one offline campaign (3 x 4, replayed)",
                      f"{timed(run_study, folder / 'campaign', 3, 4, 0.50):.2f} s"))
-        for lesson, seconds in autograde_times(folder).items():
-            rows.append((f"autograde one submission of {lesson}", f"{seconds:.1f} s"))
+        times = autograde_times(folder)
+        rows.append((f"autograde one submission, sandboxed, lessons {min(times)[:2]}-{max(times)[:2]}",
+                     " / ".join(f"{seconds:.1f}" for seconds in times.values()) + " s"))
+        one, two = parallel_class(folder)
+        rows.append((f"autograde a class of {CLASS_SIZE} ({lesson_names()[0]}): JOBS=1 / JOBS=2",
+                     f"{one:.0f} s / {two:.0f} s = {one / two:.2f}x faster"))
     mutants = [o for outcomes in grading_strength.measure(grading_strength.LESSONS).values() for o in outcomes]
     rows.append(("mutants of the solutions' answers (make grading-strength)",
                  grading_strength.describe(*grading_strength.shares(mutants))))

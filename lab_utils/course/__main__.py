@@ -7,7 +7,7 @@
     python -m lab_utils.course publish DEST            # the students' repository, without the answers
 
 Every command takes `--root PATH` (default: this repository) and reads PATH/nbgrader_config.py.
-autograde and feedback take `--lesson NAME` for one lesson. autograde refuses to run student code
+autograde and feedback take `--lesson NAME` for one lesson, autograde `--student ID` for one student. autograde refuses to run student code
 without bubblewrap unless `--unsafe` is given. Exit status: 0 when everything was done, 1 when a
 submission could not be handled (listed at the end), 2 when the command could not start.
 """
@@ -34,6 +34,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     commands.add_parser("release", parents=[common], help="lessons/ from solutions/")
     grade = commands.add_parser("autograde", parents=[common], help="grade every submission")
     grade.add_argument("--lesson", help="this lesson only (default: every lesson)")
+    grade.add_argument("--student", action="append", help="this student only (repeat for several)")
     grade.add_argument("--jobs", type=int, default=1, help="worker processes (default: %(default)s)")
     grade.add_argument("--unsafe", action="store_true",
                        help="grade without the sandbox, with your own rights (only where bubblewrap cannot run)")
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             print(f"the gradebook has no {', '.join(missing)}: run `make release` first", file=sys.stderr)
             return 2
-        steps = autograde.autograde_all(root, args.lesson, args.jobs, args.unsafe)
+        steps = autograde.autograde_all(root, args.lesson, args.jobs, args.unsafe, args.student)
     else:
         steps = feedback.feedback_all(root, args.lesson)
     outcomes = []

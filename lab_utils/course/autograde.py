@@ -24,6 +24,7 @@ from nbgrader.api import Gradebook, MissingEntry, SubmittedAssignment
 from sqlalchemy.exc import SAWarning
 from traitlets.config import Config
 
+from lab_utils.course import integrity
 from lab_utils.course.config import api, gradebook, lesson_names, submissions
 from lab_utils.course.sandbox import incidents
 from lab_utils.files import atomic_write_text
@@ -92,52 +93,44 @@ def failure_reason(result: dict) -> str:
     return (raised or [line for line in lines if line] or ["no log"])[-1]
 
 
-def precheck(student: str, lesson: str, root: Path, gb: Gradebook) -> tuple[str | None, list[str]]:
-    """(why the submission cannot be graded, or None; notes about it) before nbgrader sees it."""
+def precheck(student: str, lesson: str, root: Path, gb: Gradebook) -> str | None:
+    """Why the submission cannot be graded, checked before nbgrader sees it; None when it can."""
     try:
         released = gb.find_notebook(lesson, lesson)
     except MissingEntry:
         if lesson in lesson_names(root):
-            return "the lesson is not in the gradebook: run `make release` first", []
-        return f"no lesson is called {lesson!r}", []
+            return "the lesson is not in the gradebook: run `make release` first"
+        return f"no lesson is called {lesson!r}"
     folder = Path(root) / "submitted" / student / lesson
     path = folder / f"{lesson}.ipynb"
     if not path.exists():
         found = sorted(p.name for p in folder.glob("*.ipynb"))
         hint = f"found {', '.join(found)}; rename it" if found else "the folder holds no notebook"
-        return f"no {path.name} ({hint})", []
+        return f"no {path.name} ({hint})"
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as error:  # a broken file can make nbformat raise almost anything
-        return f"{path.name} is not a valid notebook ({type(error).__name__}: {error})", []
+        return f"{path.name} is not a valid notebook ({type(error).__name__}: {error})"
     ids = [cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in nb.cells]
     present = {i for i in ids if i}
     copied = sorted(i for i in present if ids.count(i) > 1)
     if copied:
-        return f"cells copied ({', '.join(copied)}): nbgrader cannot tell a copy from its original", []
-    unknown = sorted(present - {cell.name for cell in released.source_cells})
-    if unknown:
-        return f"cells the lesson does not have ({', '.join(unknown)}): was a cell renamed?", []
+        return f"cells copied ({', '.join(copied)}): nbgrader cannot tell a copy from its original"
+    # Edited, renamed and deleted test cells are integrity's (a flag); an answer cell cannot be put back.
     answers = sorted({cell.name for cell in released.solution_cells} - present)
     if answers:
-        return f"answer cells deleted ({', '.join(answers)}): put them back from the lesson", []
-    deleted = sorted({cell.name for cell in released.grade_cells} - present)
-    if deleted:
-        return None, [f"graded cells deleted ({', '.join(deleted)}); nbgrader put them back and ran them"]
-    return None, []
+        return f"answer cells deleted ({', '.join(answers)}): nbgrader cannot grade without them"
+    return None
 
 
 def grade(root: Path, student: str, lesson: str, unsafe: bool = False) -> Outcome:
     """Check, autograde and read back one submission (a worker process runs this)."""
-    from lab_utils.course import integrity
-
     # nbgrader's own gradebook code trips this SQLAlchemy warning on every submission; it is noise.
     warnings.filterwarnings("ignore", category=SAWarning)
     start = time.perf_counter()
     with gradebook(root) as gb:
-        problem, notes = precheck(student, lesson, root, gb)
-    outcome = Outcome(student, lesson, problem=problem, notes=notes)
-    if not problem:
+        outcome = Outcome(student, lesson, problem=precheck(student, lesson, root, gb))
+    if not outcome.problem:
         settings = Config()
         settings.Sandbox.enabled = not unsafe
         result = api(root, settings).autograde(lesson, student)
@@ -161,11 +154,12 @@ def _grade_job(job: tuple[Path, str, str, bool]) -> Outcome:
     return grade(*job)
 
 
-def autograde_all(root: Path = ROOT, only: str | None = None, jobs: int = 1,
-                  unsafe: bool = False) -> Iterator[Outcome]:
-    """Grade every submitted/<student>/<lesson>/ in `jobs` processes; a broken one is reported, never fatal."""
+def autograde_all(root: Path = ROOT, only: str | None = None, jobs: int = 1, unsafe: bool = False,
+                  students: list[str] | None = None) -> Iterator[Outcome]:
+    """Grade every submitted/<student>/<lesson>/ (of one lesson, of some students) in `jobs` processes;
+    a broken one is reported, never fatal."""
     root = Path(root)
-    todo = submissions(root, only=only)
+    todo = [(s, lesson) for s, lesson in submissions(root, only=only) if not students or s in students]
     with gradebook(root) as gb:
         # Two workers must not both create one student.
         for student in sorted({student for student, _ in todo}):

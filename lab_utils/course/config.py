@@ -16,6 +16,7 @@ from nbgrader.apps import NbGraderAPI
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from lab_utils.course import integrity, sandbox
 from lab_utils.paths import ROOT
 
 COURSE_ID = "agent-memory-lab"
@@ -26,8 +27,6 @@ GRADEBOOK_WAIT_SECONDS = 120
 
 def configure(c: Config, root: Path) -> Config:
     """The course's defaults: solutions/ is nbgrader's source folder, lessons/ its release folder."""
-    from lab_utils.course import sandbox
-
     root = Path(root)
     c.CourseDirectory.root = str(root)
     c.CourseDirectory.course_id = COURSE_ID
@@ -40,7 +39,9 @@ def configure(c: Config, root: Path) -> Config:
     # a test never earns its points.
     c.OverwriteCells.add_missing_cells = True
     c.ExportApp.plugin_class = "lab_utils.course.export.CanvasExport"
+    # The sandboxed kernel first: integrity's steps wrap whichever Execute step is configured.
     sandbox.install(c)
+    integrity.install(c)
     return c
 
 

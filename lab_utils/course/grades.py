@@ -15,6 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from nbgrader.api import MissingEntry
 
+from lab_utils.course import integrity
 from lab_utils.course.autograde import points, statuses
 from lab_utils.course.config import gradebook, lesson_names, submissions
 from lab_utils.paths import ROOT
@@ -24,8 +25,6 @@ COLUMNS = ["student", "lesson", "score", "max_score", "auto_score", "auto_max", 
 
 
 def _flags(root: Path, student: str, lesson: str, near_copies: dict[str, str]) -> list[str]:
-    from lab_utils.course import integrity
-
     graded = root / "autograded" / student / lesson / f"{lesson}.ipynb"
     found = integrity.findings(graded) if graded.exists() else []
     return found + ([near_copies[student]] if student in near_copies else [])
@@ -68,7 +67,8 @@ def grade_table(root: Path = ROOT) -> pd.DataFrame:
                            status=f"needs hand grading ({p.waiting:g} points)" if p.waiting else "graded")
                 flags = _flags(root, student, lesson, copies[lesson])
                 if flags:
-                    row["status"] = f"flagged: {'; '.join(flags)}"
+                    waiting = [f"{p.waiting:g} points wait for hand grading"] if p.waiting else []
+                    row["status"] = f"flagged: {'; '.join(flags + waiting)}"
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -1,126 +1,205 @@
-"""The instructor's day through the course CLI: autograde, feedback, grades, for a whole class.
+"""The instructor's grading day through the course CLI, for a whole class, in two worker processes.
 
-Three students hand in every lesson (complete = the solution, partial = the partial fixture,
-blank = the released lesson); a few more hand in broken or late work for the first lesson.
+Every lesson gets a complete submission (the solution), a blank one (the release) and the
+fixtures' students: `different` (right, written unlike the reference), `one_rule_wrong` and
+`hardcoded` (the visible tests' literals). The first lesson also gets the cases an instructor
+meets: broken JSON, a renamed file, a folder named after no lesson, copied cells, deleted, edited
+and renamed tests, a deleted answer, a late submission under a "zero" late penalty set in
+nbgrader_config.py, an input-transformer cheat, a wrapper of the reference, and two students
+whose resubmission fails after an earlier success. grades.csv must say what a careful
+instructor would conclude about each.
 """
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
+import re
 from types import SimpleNamespace
 
 import nbformat
 import pandas as pd
 import pytest
 
-from lab_utils.paths import ROOT
-from nbtools import LESSONS, nbgrader_meta, notebook_path, partial_answers, submit, with_answers
+from coursetools import course_cli, graded_cell, new_course, solution, submit
+from lab_utils.course.config import gradebook
+from nbtools import LESSONS, fixture_answers, fixture_lessons, nbgrader_meta, notebook_path, with_answers
 
 FIRST = LESSONS[0]
 DUE = "2026-01-15 17:00:00 UTC"
+KINDS = ("different", "one_rule_wrong", "hardcoded")
+CHEAT = 'get_ipython().input_transformers_cleanup.append(lambda lines: ["pass\\n"])\n'
+WRAPPER = ('import importlib\n\n'
+           'def memory_from_json(line, where):\n'
+           '    return getattr(importlib.import_module("lab_utils.memory"), "memory_from" + "_json")(line, where)\n')
 
 
-def course_cli(root, *args):
-    """`python -m lab_utils.course <args> --root <root>`, writing only to the temp course."""
-    env = {**os.environ, "LAB_WORK_DIR": str(root / "work")}
-    run = subprocess.run([sys.executable, "-m", "lab_utils.course", *args, "--root", str(root)],
-                         capture_output=True, text=True, env=env, cwd=root)
-    print(run.stdout, run.stderr, sep="\n")  # shown by pytest when a test fails
-    return run
+def points_of(lesson: str, answer: str) -> float:
+    """The points of an exercise's test cells (test-<answer>, test-<answer>-hidden-...)."""
+    nb = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    return sum(nbgrader_meta(c).get("points", 0) for c in nb.cells
+               if re.fullmatch(rf"test-{answer}(-hidden-.+)?", nbgrader_meta(c).get("grade_id", "")))
 
 
-def hand_in(root):
-    for lesson in LESSONS:
-        released = notebook_path("lessons", lesson, root)
-        submit(root, "complete", lesson, nbformat.read(notebook_path("solutions", lesson, root), 4))
-        submit(root, "partial", lesson, with_answers(released, partial_answers(lesson)))
-        submit(root, "blank", lesson, nbformat.read(released, 4))
-
-    solution = nbformat.read(notebook_path("solutions", FIRST, root), 4)
-    submit(root, "broken", FIRST, solution).write_text('{"cells": [', encoding="utf-8")
-    renamed = submit(root, "renamed", FIRST, solution)
+def first_lesson_cases(root):
+    sol = lambda: solution(root, FIRST)  # noqa: E731 (a fresh copy each time)
+    released = notebook_path("lessons", FIRST, root)
+    submit(root, "broken", FIRST, sol()).write_text('{"cells": [', encoding="utf-8")
+    renamed = submit(root, "renamed", FIRST, sol())
     renamed.rename(renamed.with_name("my answers.ipynb"))
-    submit(root, "typo", FIRST[1:], solution)  # a folder named after no lesson
-    copied = nbformat.read(notebook_path("lessons", FIRST, root), 4)
-    test = next(c for c in copied.cells if nbgrader_meta(c).get("grade"))
-    copied.cells.append(nbformat.from_dict({**test, "id": "a-copy"}))  # to try something out
+    submit(root, "typo", FIRST[1:], sol())  # a folder named after no lesson
+    copied = sol()
+    copied.cells.append(nbformat.from_dict({**graded_cell(copied, "test-top-k"), "id": "a-copy"}))
     submit(root, "copied", FIRST, copied)
 
-    no_tests = nbformat.read(notebook_path("solutions", FIRST, root), 4)
-    no_tests.cells = [c for c in no_tests.cells if not (nbgrader_meta(c).get("grade") and c.cell_type == "code")]
+    no_tests = sol()
+    no_tests.cells = [c for c in no_tests.cells if not nbgrader_meta(c).get("grade_id", "").startswith("test-top-k")]
     submit(root, "no_tests", FIRST, no_tests)
+    edited = sol()
+    graded_cell(edited, "test-top-k-hidden-ties").source = "pass"
+    submit(root, "edited", FIRST, edited)
+    renamed_test = sol()
+    nbgrader_meta(graded_cell(renamed_test, "test-top-k")).update(grade_id="test-top-k-mine")
+    submit(root, "renamed_test", FIRST, renamed_test)
+    no_answer = sol()
+    no_answer.cells = [c for c in no_answer.cells if "top-k" not in nbgrader_meta(c).get("grade_id", "")]
+    submit(root, "no_answer", FIRST, no_answer)
 
-    late = submit(root, "late", FIRST, solution)
+    late = submit(root, "late", FIRST, sol())
     (late.parent / "timestamp.txt").write_text("2026-01-16 09:30:00.000000 UTC")  # as nbgrader collect writes it
+    cheat = with_answers(released, {})
+    graded_cell(cheat, "memory-from-json").source = graded_cell(sol(), "memory-from-json").source
+    graded_cell(cheat, "top-k").source = graded_cell(sol(), "top-k").source
+    graded_cell(cheat, "choose-min-score").source += "\n" + CHEAT
+    submit(root, "cheat", FIRST, cheat)
+    wrapper = sol()
+    graded_cell(wrapper, "memory-from-json").source = WRAPPER
+    submit(root, "wrapper", FIRST, wrapper)
+    for student in ("crash", "broken_again"):
+        submit(root, student, FIRST, sol())
+
+
+def resubmit_badly(root):
+    """Two students hand in again after a good grade: nbgrader fails on one, the other is not JSON."""
+    crash = notebook_path("submitted/crash", FIRST, root)
+    (crash.parent / "timestamp.txt").write_text("the day after tomorrow")
+    notebook_path("submitted/broken_again", FIRST, root).write_text("{", encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
 def day(tmp_path_factory):
-    """A throwaway course, released, with submissions, graded by the CLI the Makefile runs."""
-    root = tmp_path_factory.mktemp("term")
-    shutil.copytree(ROOT / "solutions", root / "solutions")
-    shutil.copy(ROOT / "nbgrader_config.py", root)
-    assert course_cli(root, "release").returncode == 0
-    # The due date the way docs/instructors.md sets it: nbgrader's own command, in the course folder.
-    nbgrader = Path(sys.executable).with_name("nbgrader")
-    subprocess.run([nbgrader, "db", "assignment", "add", FIRST, f"--duedate={DUE}"], cwd=root, check=True)
-    hand_in(root)
-    autograde = course_cli(root, "autograde")
-    feedback = course_cli(root, "feedback")
+    """A throwaway course, released, handed in, graded, regraded after bad resubmissions."""
+    root = new_course(tmp_path_factory.mktemp("term"), LESSONS, 'c.LateSubmissionPlugin.penalty_method = "zero"')
+    with gradebook(root) as gb:
+        gb.update_or_create_assignment(FIRST, duedate=DUE)
+    for lesson in LESSONS:
+        released = notebook_path("lessons", lesson, root)
+        submit(root, "complete", lesson, solution(root, lesson))
+        submit(root, "blank", lesson, nbformat.read(released, 4))
+        for kind in KINDS:
+            if lesson in fixture_lessons(kind):
+                submit(root, kind, lesson, with_answers(released, fixture_answers(kind, lesson)))
+    first_lesson_cases(root)
+    autograde = course_cli(root, "autograde", "--jobs", "2")
+    resubmit_badly(root)
+    again = course_cli(root, "autograde", "--lesson", FIRST, "--jobs", "2",
+                       "--student", "crash", "--student", "broken_again", "--student", "late")
     grades = course_cli(root, "grades")
-    return SimpleNamespace(root=root, autograde=autograde, feedback=feedback, grades=grades,
+    feedback = course_cli(root, "feedback", "--lesson", FIRST)
+    return SimpleNamespace(root=root, autograde=autograde, again=again, grades=grades, feedback=feedback,
                            table=pd.read_csv(root / "grades.csv").set_index(["student", "lesson"]))
 
 
-def test_grades_csv_totals(day):
+def row(day, student, lesson=FIRST):
+    return day.table.loc[(student, lesson)]
+
+
+def test_complete_full_blank_zero_and_hand_grading_waits(day):
     assert day.grades.returncode == 0
-    table = day.table
     for lesson in LESSONS:
-        complete, partial, blank = (table.loc[(s, lesson)] for s in ("complete", "partial", "blank"))
+        complete, blank = row(day, "complete", lesson), row(day, "blank", lesson)
         assert complete.auto_max > 0 and complete.auto_score == complete.auto_max, lesson
-        assert 0 < partial.auto_score < partial.auto_max, lesson
-        assert blank.score == 0, lesson
-    totals = table.groupby("student")[["auto_score", "auto_max"]].sum()
-    assert totals.loc["complete", "auto_score"] == totals.loc["complete", "auto_max"]
-    assert 0 < totals.loc["partial", "auto_score"] < totals.loc["partial", "auto_max"]
-    assert totals.loc["blank", "auto_score"] == 0
+        assert blank.score == 0 and blank.status == "graded", lesson
+        # The solution handed in as it is: a person should look at it.
+        assert complete.status.startswith("flagged: ") and "near-copy of the reference solution" in complete.status
+        written = complete.max_score - complete.auto_max
+        assert (f"{written:g} points wait for hand grading" in complete.status) == bool(written), lesson
+    waiting = re.search(r"(\d+) points wait for hand grading", day.autograde.stdout)
+    expected = sum(row(day, "complete", lesson).max_score - row(day, "complete", lesson).auto_max
+                   for lesson in LESSONS)
+    assert waiting and float(waiting[1]) >= expected > 0, "the summary counts the points waiting for hands"
 
 
-def test_broken_submissions_are_named_and_the_rest_graded(day):
+def test_written_answers_wait_for_hand_grading(day):
+    statuses = {lesson: row(day, "different", lesson).status for lesson in LESSONS}
+    for lesson, status in statuses.items():
+        written = row(day, "different", lesson).max_score - row(day, "different", lesson).auto_max
+        assert status in ("graded", f"needs hand grading ({written:g} points)"), lesson
+    assert any(status.startswith("needs hand grading") for status in statuses.values())
+
+
+@pytest.mark.parametrize("lesson", fixture_lessons(*KINDS))
+def test_fixture_students(day, lesson):
+    different, one_wrong, hardcoded = (row(day, kind, lesson) for kind in KINDS)
+    assert different.auto_score == different.auto_max, f"{lesson}: a right answer written differently loses points"
+    assert 0 < one_wrong.auto_score < one_wrong.auto_max, lesson
+    assert hardcoded.auto_score < one_wrong.auto_score, f"{lesson}: hard-coding beats an honest answer"
+
+
+def test_unreadable_submissions_are_named_and_the_rest_graded(day):
     assert day.autograde.returncode == 1, "a submission that could not be graded must fail the command"
     report = day.autograde.stderr.split("not done:\n")[1].splitlines()
-    assert len(report) == 4, "the broken submissions, and only they, are reported"
-    assert report[0].startswith(f"  broken/{FIRST}: {FIRST}.ipynb is not a valid notebook")
-    assert report[1].startswith(f"  copied/{FIRST}: cells copied (test-")
-    assert report[2] == f"  renamed/{FIRST}: no {FIRST}.ipynb (found my answers.ipynb; rename it)"
-    assert report[3] == f"  typo/{FIRST[1:]}: no lesson is called '{FIRST[1:]}'"
-    for student in ("broken", "copied", "renamed"):
-        assert day.table.loc[(student, FIRST), "status"].startswith("not graded")
-    graded = day.table[day.table.status == "graded"]
-    assert len(graded) == 3 * len(LESSONS) + 2
+    assert report[0].startswith(f"  broken/{FIRST}: {FIRST}.ipynb is not a valid notebook (NotJSONError")
+    assert report[1:] == [
+        f"  copied/{FIRST}: cells copied (test-top-k): nbgrader cannot tell a copy from its original",
+        f"  no_answer/{FIRST}: answer cells deleted (top-k): nbgrader cannot grade without them",
+        f"  renamed/{FIRST}: no {FIRST}.ipynb (found my answers.ipynb; rename it)",
+        f"  typo/{FIRST[1:]}: no lesson is called '{FIRST[1:]}'",
+    ]
+    for student in ("broken", "copied", "no_answer", "renamed"):
+        assert row(day, student).status.startswith("not graded: "), student
+        assert pd.isna(row(day, student).score), "no points for what was not graded"
 
 
-def test_deleted_tests_are_restored_and_late_work_noted(day):
-    out = day.autograde.stdout
-    assert f"note    no_tests/{FIRST}: graded cells deleted (test-" in out
-    no_tests = day.table.loc[("no_tests", FIRST)]
-    assert no_tests.auto_score == no_tests.auto_max, "the restored tests ran against the solution"
-    assert f"note    late/{FIRST}: submitted 16:30:00 after the due date" in out
-    assert day.table.loc[("late", FIRST), "seconds_late"] == 16.5 * 3600
-    assert day.table.loc[("complete", FIRST), "seconds_late"] == 0
+@pytest.mark.parametrize("student", ["no_tests", "edited", "renamed_test", "cheat"])
+def test_tampering_is_flagged(day, student):
+    assert row(day, student).status.startswith("flagged: "), row(day, student).status
 
 
-def test_feedback_html_per_graded_submission(day):
-    assert day.feedback.returncode == 0
-    for student, lesson in day.table[day.table.status == "graded"].index:
-        html = notebook_path(f"feedback/{student}", lesson, day.root).with_suffix(".html")
-        assert html.exists(), f"no feedback for {student}/{lesson}"
-    assert not (day.root / "feedback" / "broken").exists()
-    graded_first = (day.table.status == "graded").xs(FIRST, level="lesson").sum()
-    one_lesson = course_cli(day.root, "feedback", "--lesson", FIRST)
-    assert f"feedback: {graded_first} of {graded_first} submissions done" in one_lesson.stdout
+def test_the_cheat_earns_nothing_for_the_tests_it_hid(day):
+    cheat = row(day, "cheat")
+    assert cheat.auto_score <= cheat.auto_max - points_of(FIRST, "choose-min-score")
+
+
+def test_a_wrapper_of_the_reference_earns_nothing_for_its_exercise(day):
+    wrapper = row(day, "wrapper")
+    assert wrapper.auto_score <= wrapper.auto_max - points_of(FIRST, "memory-from-json")
+
+
+def test_late_penalty_from_the_config_survives_regrading(day):
+    late = row(day, "late")
+    assert late.score == 0 and late.penalty == late.auto_max and late.seconds_late == 16.5 * 3600
+    assert f"note    late/{FIRST}: submitted 16:30:00 after the due date, {late.auto_max:g} points off" in day.again.stdout
+    assert row(day, "complete").penalty == 0
+    canvas = pd.read_csv(day.root / "grades_canvas.csv").set_index("SIS Login ID")
+    assert canvas.loc["late", FIRST] == 0 and canvas.loc["complete", FIRST] == row(day, "complete").score
+
+
+def test_a_failed_resubmission_replaces_the_old_grade(day):
+    assert day.again.returncode == 1
+    crash, broken = row(day, "crash"), row(day, "broken_again")
+    assert crash.status.startswith("not graded: nbgrader failed (")
+    assert broken.status.startswith(f"not graded: {FIRST}.ipynb is not a valid notebook")
+    assert pd.isna(crash.score) and pd.isna(broken.score)
+    canvas = pd.read_csv(day.root / "grades_canvas.csv").set_index("SIS Login ID")
+    assert pd.isna(canvas.loc["crash", FIRST]), "no stale grade reaches the LMS"
+
+
+def test_feedback_only_from_current_grades(day):
+    assert day.feedback.returncode == 1
+    first = day.table.xs(FIRST, level="lesson")
+    for student, status in first.status.items():
+        html = notebook_path(f"feedback/{student}", FIRST, day.root).with_suffix(".html")
+        assert html.exists() == (not status.startswith("not graded") and status != "no submission"), student
+    assert f"broken_again/{FIRST}: its last autograde failed" in day.feedback.stderr
+    # nbgrader release_feedback needs a timestamp.txt, which a hand-placed submission lacks.
+    assert (day.root / "feedback" / "complete" / FIRST / "timestamp.txt").exists()
 
 
 def test_where_the_class_lost_points(day):
@@ -128,6 +207,5 @@ def test_where_the_class_lost_points(day):
     assert set(exercises.lesson) == set(LESSONS)
     assert exercises.share_lost.between(0, 1).all()
     first = exercises[exercises.lesson == FIRST]
-    # The blank student lost every point; the complete ones (complete, no_tests, late) none.
-    assert (first.points_lost >= first.max_score).all()
+    assert (first.points_lost >= first.max_score).all(), "the blank student lost every point"
     assert (day.root / "grades_by_exercise.png").stat().st_size > 10_000

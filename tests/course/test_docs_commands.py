@@ -1,0 +1,52 @@
+"""The commands the instructor docs show run as written.
+
+Every ```bash block right after a `<!-- docs-test -->` line in README.md and docs/instructors.md is
+run, in the order of the page, as one bash script (`set -euo pipefail`), in a throwaway copy of
+the course: the first lesson's solutions, the Makefile, nbgrader_config.py and the repository's
+virtual environment. A block that fails names itself.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from lab_utils.paths import ROOT
+from nbtools import LESSONS
+
+MARKED = re.compile(r"^<!-- docs-test -->\n```bash\n(.*?)^```", re.M | re.S)
+PAGES = ["README.md", "docs/instructors.md"]
+
+
+def blocks(page: str) -> list[str]:
+    return MARKED.findall((ROOT / page).read_text(encoding="utf-8"))
+
+
+def course_copy(root):
+    """The instructor's clone, small: one lesson, with the repository's .venv behind a link."""
+    shutil.copytree(ROOT / "solutions" / LESSONS[0], root / "solutions" / LESSONS[0])
+    for name in ("Makefile", "nbgrader_config.py", "pyproject.toml"):
+        shutil.copy(ROOT / name, root)
+    (root / ".venv").symlink_to(ROOT / ".venv")
+    # make must see the environment as up to date, never reinstall into the repository's .venv.
+    os.utime(root / "pyproject.toml", (0, 0))
+    return root
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_marks_commands(page):
+    assert blocks(page), f"{page} marks no command block with <!-- docs-test -->"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_doc_commands_run_as_written(page, tmp_path):
+    root = course_copy(tmp_path / "course")
+    script = ["set -euo pipefail"]
+    for number, block in enumerate(blocks(page), 1):
+        script += [f"echo '### {page}, block {number}' >&2", block]
+    env = {**os.environ, "TMPDIR": str(tmp_path), "LAB_WORK_DIR": str(tmp_path / "work")}
+    run = subprocess.run(["bash", "-c", "\n".join(script)], cwd=root, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, f"{page}: a command failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    assert (root / "grades.csv").exists() and (root / "grades_canvas.csv").exists()
