@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import SAWarning
 
-from lab_utils.course import autograde, config, export, feedback, grades, release, sandbox
+from lab_utils.course import autograde, config, export, feedback, grades, publish, release, sandbox
 from lab_utils.paths import ROOT
 
 
@@ -76,9 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {', '.join(grades.GRADE_FILES + (export.CANVAS_FILE,))} in {root}\n{totals.to_string()}")
         return 0
     if args.command == "publish":
-        from lab_utils.course.publish import publish
-
-        publish(root, args.dest.resolve())
+        publish.publish(root, args.dest.resolve())
         print(f"published the students' repository in {args.dest}")
         return 0
     if args.command == "autograde":

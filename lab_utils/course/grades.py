@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from nbgrader.api import MissingEntry
 
-from lab_utils.course import integrity
+from lab_utils.course import integrity, similarity
 from lab_utils.course.autograde import points, statuses
 from lab_utils.course.config import gradebook, lesson_names, submissions
 from lab_utils.paths import ROOT
@@ -32,8 +32,6 @@ def _flags(root: Path, student: str, lesson: str, near_copies: dict[str, str]) -
 
 def grade_table(root: Path = ROOT) -> pd.DataFrame:
     """One row per student and lesson: the gradebook's points, or why there are none."""
-    from lab_utils.course import similarity
-
     root = Path(root)
     lessons = lesson_names(root)
     last = statuses(root)

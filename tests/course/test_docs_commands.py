@@ -2,8 +2,8 @@
 
 Every ```bash block right after a `<!-- docs-test -->` line in README.md and docs/instructors.md is
 run, in the order of the page, as one bash script (`set -euo pipefail`), in a throwaway copy of
-the course: the first lesson's solutions, the Makefile, nbgrader_config.py and the repository's
-virtual environment. A block that fails names itself.
+the course: the first lesson's solutions, the Makefile, nbgrader_config.py, and links to the repository's
+virtual environment and to what the students' repository is made of. A block that fails names itself.
 """
 
 import os
@@ -25,11 +25,13 @@ def blocks(page: str) -> list[str]:
 
 
 def course_copy(root):
-    """The instructor's clone, small: one lesson, with the repository's .venv behind a link."""
+    """The instructor's clone, small: one lesson; the environment and what students get behind links."""
     shutil.copytree(ROOT / "solutions" / LESSONS[0], root / "solutions" / LESSONS[0])
     for name in ("Makefile", "nbgrader_config.py", "pyproject.toml"):
         shutil.copy(ROOT / name, root)
-    (root / ".venv").symlink_to(ROOT / ".venv")
+    for name in (".venv", "data", "lab_utils", "jupyter_config", "environment.yml", "postBuild", "setup.py",
+                 "MANIFEST.in"):
+        (root / name).symlink_to(ROOT / name)
     # make must see the environment as up to date, never reinstall into the repository's .venv.
     os.utime(root / "pyproject.toml", (0, 0))
     return root

@@ -3,8 +3,8 @@
 Every lesson gets a complete submission (the solution), a blank one (the release) and the
 fixtures' students: `different` (right, written unlike the reference), `one_rule_wrong` and
 `hardcoded` (the visible tests' literals). The first lesson also gets the cases an instructor
-meets: broken JSON, a renamed file, a folder named after no lesson, copied cells, deleted, edited
-and renamed tests, a deleted answer, a late submission under a "zero" late penalty set in
+meets: broken JSON, a renamed file, a folder named after no lesson, copied cells, a deleted, an
+edited and a renamed test, a deleted answer, a late submission under a "zero" late penalty set in
 nbgrader_config.py, an input-transformer cheat, a wrapper of the reference, and two students
 whose resubmission fails after an earlier success. grades.csv must say what a careful
 instructor would conclude about each.
@@ -48,15 +48,11 @@ def first_lesson_cases(root):
     copied.cells.append(nbformat.from_dict({**graded_cell(copied, "test-top-k"), "id": "a-copy"}))
     submit(root, "copied", FIRST, copied)
 
-    no_tests = sol()
-    no_tests.cells = [c for c in no_tests.cells if not nbgrader_meta(c).get("grade_id", "").startswith("test-top-k")]
-    submit(root, "no_tests", FIRST, no_tests)
-    edited = sol()
-    graded_cell(edited, "test-top-k-hidden-ties").source = "pass"
-    submit(root, "edited", FIRST, edited)
-    renamed_test = sol()
-    nbgrader_meta(graded_cell(renamed_test, "test-top-k")).update(grade_id="test-top-k-mine")
-    submit(root, "renamed_test", FIRST, renamed_test)
+    tampered = sol()  # one test cell deleted, one edited, one renamed
+    tampered.cells.remove(graded_cell(tampered, "test-top-k-hidden-input"))
+    graded_cell(tampered, "test-top-k-hidden-ties").source = "pass"
+    nbgrader_meta(graded_cell(tampered, "test-top-k")).update(grade_id="test-top-k-mine")
+    submit(root, "tampered", FIRST, tampered)
     no_answer = sol()
     no_answer.cells = [c for c in no_answer.cells if "top-k" not in nbgrader_meta(c).get("grade_id", "")]
     submit(root, "no_answer", FIRST, no_answer)
@@ -157,9 +153,16 @@ def test_unreadable_submissions_are_named_and_the_rest_graded(day):
         assert pd.isna(row(day, student).score), "no points for what was not graded"
 
 
-@pytest.mark.parametrize("student", ["no_tests", "edited", "renamed_test", "cheat"])
-def test_tampering_is_flagged(day, student):
-    assert row(day, student).status.startswith("flagged: "), row(day, student).status
+@pytest.mark.parametrize("change", ["test-top-k-hidden-input deleted", "test-top-k-hidden-ties edited",
+                                    "test-top-k renamed to test-top-k-mine"])
+def test_changed_tests_are_flagged_and_run_as_released(day, change):
+    tampered = row(day, "tampered")
+    assert tampered.status.startswith("flagged: ") and f"test cell {change}" in tampered.status
+    assert tampered.auto_score == tampered.auto_max, "the released tests ran against right answers"
+
+
+def test_an_input_transformer_is_flagged(day):
+    assert row(day, "cheat").status.startswith("flagged: test-choose-min-score did not run as released")
 
 
 def test_the_cheat_earns_nothing_for_the_tests_it_hid(day):
