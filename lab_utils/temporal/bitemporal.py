@@ -105,8 +105,9 @@ def write(records: Records, event: WriteEvent, config: Config,
     end = fact.valid_to
     plans = {r.id for r in slot if r.valid_from > at and fact.valid_from <= r.valid_from
              and (end is None or r.valid_from < end)}
-    retract = plans | ({same_start.id} if same_start else set())
-    notes = [f"retracts plan {', '.join(sorted(plans))}"] if plans else []
+    corrected = {same_start.id} if same_start else set()
+    retract = plans | corrected
+    notes = [f"retracts plan {', '.join(sorted(plans - corrected))}"] if plans - corrected else []
     in_effect = believed([r for r in slot if r.id not in retract], fact.valid_from, at)
     if (config.deduplicate and in_effect and normalized(in_effect.value) == normalized(fact.value)
             and in_effect.valid_to == end):
