@@ -17,7 +17,8 @@ from lab_utils.attacks.harness import run
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab_utils.attacks", description=__doc__.splitlines()[2])
+    parser = argparse.ArgumentParser(prog="python -m lab_utils.attacks",
+                                     description="Run one defense of the memory against attack files.")
     parser.add_argument("--defense", required=True, choices=list(DEFENSES))
     parser.add_argument("--attacks", nargs="+", default=[str(ATTACKS_DIR)], metavar="PATH",
                         help="attack files or folders of them (default: the lesson's attacks)")

@@ -106,21 +106,25 @@ def removed_completely(case: Case, redacted: str) -> bool:
     return not (left - allowed)
 
 
+def _judge(cases: list[Case], outputs: list[str]) -> pd.DataFrame:
+    rows = [{"group": case.group, "measure": "removed completely" if case.pii else "changed",
+             "hit": removed_completely(case, out) if case.pii else out != _nfc(case.text),
+             "text": case.text, "output": out} for case, out in zip(cases, outputs)]
+    return pd.DataFrame(rows)
+
+
 def judged(redactor: Callable[[str], str], cases: list[Case]) -> pd.DataFrame:
     """One row per case: its group, what is measured, whether it holds, and the redactor's output."""
-    rows = []
-    for case in cases:
-        out = redactor(case.text)
-        hit = removed_completely(case, out) if case.pii else out != _nfc(case.text)
-        rows.append({"group": case.group, "measure": "removed completely" if case.pii else "changed",
-                     "hit": hit, "text": case.text, "output": out})
-    return pd.DataFrame(rows)
+    return _judge(cases, [redactor(case.text) for case in cases])
+
+
+def _shares(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.groupby(["group", "measure"], sort=False)["hit"].agg(cases="size", share="mean")
 
 
 def score(redactor: Callable[[str], str], cases: list[Case]) -> pd.DataFrame:
     """Per group: how many cases, and the share removed completely (positives) or changed (negatives)."""
-    frame = judged(redactor, cases)
-    return frame.groupby(["group", "measure"], sort=False)["hit"].agg(cases="size", share="mean")
+    return _shares(judged(redactor, cases))
 
 
 def mistakes(redactor: Callable[[str], str], cases: list[Case]) -> pd.DataFrame:
@@ -130,35 +134,25 @@ def mistakes(redactor: Callable[[str], str], cases: list[Case]) -> pd.DataFrame:
     return frame[wrong].drop(columns="hit").reset_index(drop=True)
 
 
-def phonenumbers_matcher(case_region: str = "US") -> Callable[[str], str]:
-    """phonenumbers' own PhoneNumberMatcher as a redactor: phones only, for one default region."""
-
-    def redact(text: str) -> str:
-        text = _nfc(text)
-        out, last = [], 0
-        for match in phonenumbers.PhoneNumberMatcher(text, case_region):
-            out += [text[last:match.start], "[PHONE]"]
-            last = match.end
-        return "".join(out) + text[last:]
-
-    return redact
-
-
 def matcher_redact(case: Case) -> str:
-    return phonenumbers_matcher(case.region)(case.text)
+    """phonenumbers' own PhoneNumberMatcher as a redactor of the case's text, for its region."""
+    text = _nfc(case.text)
+    out, last = [], 0
+    for match in phonenumbers.PhoneNumberMatcher(text, case.region):
+        out += [text[last:match.start], "[PHONE]"]
+        last = match.end
+    return "".join(out) + text[last:]
 
 
 def table(redact: Callable[[str], str], cases: list[Case] | None = None) -> pd.DataFrame:
-    """redact's scores beside phonenumbers' matcher (given each example number's region)."""
+    """redact's scores beside phonenumbers' matcher (phones only; each example number's region)."""
     cases = all_cases() if cases is None else cases
     ours = score(redact, cases)
-    by_text = {case.text: case for case in cases}
-    theirs = score(lambda text: matcher_redact(by_text[text]), cases)
+    theirs = _shares(_judge(cases, [matcher_redact(case) for case in cases]))
     both = ours.rename(columns={"share": "redact"}).join(theirs["share"].rename("phonenumbers matcher"))
     emails = both.index.get_level_values("group").str.contains("email")
     both.loc[emails, "phonenumbers matcher"] = float("nan")  # it looks for phones only
     return both
-
 
 
 # The goals of issue 12: (which rows pool into the goal, the bound).
