@@ -8,7 +8,8 @@ handler, a patched lab_utils.grading, a fake module in sys.modules, a kernel tha
 
 - `CompareWithRelease`, before nbgrader's own checks: notes test cells edited, deleted or renamed,
   and puts the release's grading flags back (a renamed cell becomes a plain cell, so nbgrader
-  restores the released one instead of crashing);
+  restores the released one instead of crashing); notes Python files handed in with the notebook,
+  which the kernel, started in that folder, would import in place of the course's own;
 - `Seal`, before execution: a first cell reports the kernel's state (`_kernel_state`), and each
   graded test cell gets a last line with a fresh nonce that reports it again;
 - `Verify`, after execution: a test cell that passed without a sound report (its nonce, the code
@@ -45,6 +46,8 @@ from lab_utils.grading import PACKAGE_DIR
 MIME = "application/vnd.agent-memory-lab.integrity+json"
 KEY = "lab_integrity"  # notebook metadata (between nbgrader's two passes) and resources
 # The kernel's machinery that runs a cell: patching any of it can change what a cell does.
+# Files in a submission's folder that Python could import.
+IMPORTABLE = {".py", ".pyc", ".pth", ".so"}
 MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.core.compilerop",
              "IPython.core.inputtransformer2", "IPython.core.events", "ipykernel.zmqshell",
              "ipykernel.ipkernel", "ipykernel.kernelbase")
@@ -222,7 +225,13 @@ class CompareWithRelease(NbGraderPreprocessor):
         for grade_id, (_, _, cell_type) in released.items():
             if grade_id in graded and grade_id not in answers | present | renamed and cell_type == "code":
                 notes.append(f"test cell {grade_id} deleted (the released version was put back and run)")
-        nb.metadata[KEY] = {"submission": notes}
+        # The kernel starts in the submission's folder: a module there runs in place of the course's
+        # (an ipykernel_launcher.py replaces the kernel itself, before any check).
+        folder = Path(resources["metadata"]["path"])
+        brought = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.suffix in IMPORTABLE)
+        if brought:
+            notes.append(f"Python files handed in with the notebook: {', '.join(brought)}")
+        nb.metadata[KEY] = {"submission": notes, "brought": brought}
         return nb, resources
 
     def _as_released(self, source: str) -> str:
@@ -340,15 +349,14 @@ class Verify(NbGraderPreprocessor):
     did not run as released an error output, and write the reasons beside the notebook."""
 
     def preprocess(self, nb, resources):
-        state = resources[KEY]
+        state, submission = resources[KEY], nb.metadata.pop(KEY, {})
         died_at = state["died_at"]
-        first_cell = nb.cells.pop(0)
-        first = (_reports(first_cell) or [None])[0]
-        notes = []
-        if first is None:
-            notes.append("the grader's first cell did not report: nothing could be checked")
-        else:
-            notes += [f"before any test ran: {r}" for r in _loaded_elsewhere(first)]
+        first = (_reports(nb.cells.pop(0)) or [None])[0]
+        notes = [f"before any test ran: {r}" for r in _loaded_elsewhere(first)] if first else []
+        # Reasons that no proof can outweigh: nothing to compare with, or code that ran first.
+        untrusted = ("the grader's first cell did not report" if first is None else
+                     f"Python files handed in ran in place of the course's ({', '.join(submission['brought'])})"
+                     if submission.get("brought") else None)
         seen = {"modules": {}, "objects": {}}
         for index, cell in enumerate(nb.cells, start=1):
             grade_id = _meta(cell).get("grade_id")
@@ -357,21 +365,18 @@ class Verify(NbGraderPreprocessor):
                 continue
             if died_at is not None and index >= died_at:
                 reasons = [f"the kernel exited before {grade_id} finished"]
-            elif first is None or any(o["output_type"] == "error" for o in cell.outputs):
-                reasons = []  # failed: no points in any case (or, no first report: noted once above)
+            elif any(o["output_type"] == "error" for o in cell.outputs):
+                reasons = []  # the test failed: no points in any case
             else:
-                reasons = _judge(cell, seal, first, seen)
+                reasons = [untrusted] if untrusted else _judge(cell, seal, first, seen)
             cell.source = seal["source"]
             cell.outputs = [o for o in cell.outputs if MIME not in o.get("data", {})]
-            if reasons or first is None:
-                text = "; ".join(reasons) or "not checked"
-                cell.outputs.append(nbformat.v4.new_output(
-                    "error", ename="IntegrityError", evalue=f"{grade_id} did not run as released: {text}",
-                    traceback=[f"IntegrityError: {grade_id} did not run as released: {text}"]))
-                if reasons:
-                    notes.append(f"{grade_id} did not run as released: {text}")
-        submission = nb.metadata.pop(KEY, {}).get("submission", [])
-        record = {"submission": submission, "execution": notes}
+            if reasons:
+                why = f"{grade_id} did not run as released: {'; '.join(reasons)}"
+                cell.outputs.append(nbformat.v4.new_output("error", ename="IntegrityError", evalue=why,
+                                                           traceback=[f"IntegrityError: {why}"]))
+                notes.append(why)
+        record = {"submission": submission.get("submission", []), "execution": notes}
         path = Path(resources["metadata"]["path"]) / f"{resources['nbgrader']['notebook']}.integrity.json"
         path.write_text(json.dumps(record, indent=1), encoding="utf-8")
         return nb, resources

@@ -117,11 +117,13 @@ def course(tmp_path_factory):
     return root
 
 
-def autograde(root, student, nb) -> tuple[float, list[str]]:
-    """Hand `nb` in, autograde it with the integrity steps; (auto score, findings)."""
+def autograde(root, student, nb, files: dict[str, str] | None = None) -> tuple[float, list[str]]:
+    """Hand `nb` (and `files`) in, autograde it with the integrity steps; (auto score, findings)."""
     folder = root / "submitted" / student / LESSON
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, folder / f"{LESSON}.ipynb")
+    for name, text in (files or {}).items():
+        (folder / name).write_text(text)
     settings = config.load(root)
     integrity.install(settings)
     with warnings.catch_warnings():
@@ -162,13 +164,13 @@ def test_a_blank_lesson_with_an_input_transformer_earns_nothing(course):
     assert found and [f.split(" ")[0] for f in found] == tests, "every test cell after the cheat is named"
 
 
-def tests_of(nb) -> list:
+def graded_tests(nb) -> list:
     return [c for c in nb.cells if integrity._is_test(c)]
 
 
 def test_a_kernel_that_exits_is_graded_up_to_the_exit_and_flagged(course):
     nb = solution(course)
-    tests = tests_of(nb)
+    tests = graded_tests(nb)
     # The kernel exits in the second exercise's answer: the first exercise's tests ran before it.
     answers = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"]
     answers[1].source += "\nimport os\nos._exit(0)"
@@ -181,7 +183,7 @@ def test_a_kernel_that_exits_is_graded_up_to_the_exit_and_flagged(course):
 
 def test_edited_deleted_and_renamed_test_cells_are_named_and_the_released_ones_run(course):
     nb = solution(course)
-    renamed, edited, deleted = (tests_of(nb)[i] for i in (0, 1, -1))
+    renamed, edited, deleted = (graded_tests(nb)[i] for i in (0, 1, -1))
     names = [c.metadata.nbgrader.grade_id for c in (renamed, edited, deleted)]
     edited.source = "pass"
     nb.cells.remove(deleted)
@@ -194,3 +196,15 @@ def test_edited_deleted_and_renamed_test_cells_are_named_and_the_released_ones_r
     ])
     with Gradebook(config.gradebook_url(course)) as gb:
         assert score == gb.find_assignment(LESSON).max_code_score, "the released tests ran against the solution"
+
+
+def test_python_files_handed_in_cost_every_point(course):
+    # The kernel starts in the submission's folder, so this runs instead of ipykernel's launcher:
+    # the student's code would run before any check. This one only starts the real kernel.
+    launcher = "from ipykernel import kernelapp\nkernelapp.launch_new_instance()\n"
+    score, found = autograde(course, "launcher", solution(course), {"ipykernel_launcher.py": launcher})
+    assert score == 0
+    assert found[0] == "Python files handed in with the notebook: ipykernel_launcher.py"
+    assert len(found) == 1 + len(graded_tests(solution(course)))
+    assert all(f.endswith("Python files handed in ran in place of the course's (ipykernel_launcher.py)")
+               for f in found[1:])
