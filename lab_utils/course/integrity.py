@@ -2,8 +2,8 @@
 
 nbgrader puts back the released source of a locked test cell before grading, but the student's
 cells run first, in the same kernel, and can change what that source does: an input transformer
-that turns every later cell into `pass`, a trace function that skips lines, a custom exception
-handler, a patched lab_utils.grading, a fake module in sys.modules, a kernel that exits early.
+that turns every later cell into `pass`, an AST transformer that drops asserts, a trace function,
+a custom exception handler, a patched lab_utils.grading, a fake module in sys.modules, a kernel that exits early.
 `install` adds three steps to nbgrader's autograde:
 
 - `CompareWithRelease`, before nbgrader's own checks: notes test cells edited, deleted or renamed,
@@ -45,9 +45,9 @@ from lab_utils.grading import PACKAGE_DIR
 
 MIME = "application/vnd.agent-memory-lab.integrity+json"
 KEY = "lab_integrity"  # notebook metadata (between nbgrader's two passes) and resources
-# The kernel's machinery that runs a cell: patching any of it can change what a cell does.
 # Files in a submission's folder that Python could import.
 IMPORTABLE = {".py", ".pyc", ".pth", ".so"}
+# The kernel's machinery that runs a cell: patching any of it can change what a cell does.
 MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.core.compilerop",
              "IPython.core.inputtransformer2", "IPython.core.events", "ipykernel.zmqshell",
              "ipykernel.ipkernel", "ipykernel.kernelbase")
@@ -87,7 +87,8 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
 
     def text(code):  # not marshal: its bytes depend on reference counts
         consts = [text(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
-        return repr((code.co_code, code.co_names, code.co_varnames, code.co_filename, code.co_firstlineno, consts))
+        return repr((code.co_code, code.co_names, code.co_varnames, code.co_filename, code.co_firstlineno,
+                     consts))
 
     modules, objects = {}, {}
     watched = [n for n in sys.modules if n.split(".")[0] == "lab_utils" and not n.startswith("lab_utils.course")]
@@ -122,7 +123,8 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
                            if event.startswith("pre_") for f in fs],
         "compiler": [describe(shell.compile), describe(type(shell.compile))],
         "history": [describe(shell.history_manager)],
-        "shell method replaced": [k for k, v in vars(shell).items() if callable(v) and callable(getattr(type(shell), k, None))],
+        "shell method replaced": [k for k, v in vars(shell).items()
+                                  if callable(v) and callable(getattr(type(shell), k, None))],
         "kernel handler": [f"{k}: {describe(v)}" for k, v in getattr(shell.kernel, "shell_handlers", {}).items()],
     }
     tracing = [f"{what} {describe(f)}" for what, f in (
@@ -152,7 +154,8 @@ def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple]) -> 
 
 
 def _proof(nonce: str, imported: dict[str, tuple]) -> str:
-    return f"\n\n# Added by the grader: this cell's proof that it ran as released.\n{_report_call(nonce, [], imported)}\n"
+    return ("\n\n# Added by the grader: this cell's proof that it ran as released.\n"
+            f"{_report_call(nonce, [], imported)}\n")
 
 
 def _imports(nb) -> dict[str, tuple[str, str | None]]:
@@ -176,9 +179,10 @@ def _imports(nb) -> dict[str, tuple[str, str | None]]:
 
 def _names(source: str) -> set[str]:
     try:
-        return {n.id for n in ast.walk(ast.parse(TransformerManager().transform_cell(source))) if isinstance(n, ast.Name)}
+        tree = ast.parse(TransformerManager().transform_cell(source))
     except SyntaxError:
         return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
 
 def _meta(cell) -> dict:
@@ -274,6 +278,8 @@ class Seal(NbGraderPreprocessor):
 class SurviveKernelDeath:
     """Mixed into nbgrader's Execute by `install`: a kernel that dies (`os._exit`, a crash) ends
     the run instead of failing it, so the cells that did not run can be judged and scored zero."""
+
+    _index = 0  # the cell running when the kernel died
 
     def preprocess_cell(self, cell, resources, index):
         self._index = index

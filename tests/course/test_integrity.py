@@ -41,11 +41,13 @@ CHEATS = {
     "custom exception handler": ("get_ipython().set_custom_exc((AssertionError,), lambda *args, **kw: None)",
                                  RIGHT, "a custom exception handler caught AssertionError"),
     "grading patched": ("import lab_utils.grading\nlab_utils.grading.assert_own_implementation = lambda f: None",
-                        RIGHT, "lab_utils.grading.assert_own_implementation was replaced by code defined in the notebook"),
+                        RIGHT, "lab_utils.grading.assert_own_implementation was replaced by code defined in the "
+                        "notebook"),
     "check rebound": ("assert_own_implementation = lambda f: None\nimport operator, functools\n"
                       "double = functools.partial(operator.mul, 2)", "",
                       "assert_own_implementation is no longer lab_utils.grading.assert_own_implementation"),
-    "sys.modules replaced": ("import sys, types\nsys.modules['lab_utils.grading'] = types.ModuleType('lab_utils.grading')",
+    "sys.modules replaced": ("import sys, types\n"
+                             "sys.modules['lab_utils.grading'] = types.ModuleType('lab_utils.grading')",
                              RIGHT, "sys.modules entries replaced: lab_utils.grading"),
     "kernel exits": ("import os\nos._exit(0)", RIGHT, "the kernel exited before test-double finished"),
 }
@@ -54,7 +56,8 @@ CHEATS = {
 def exercise(answer: str) -> nbformat.NotebookNode:
     """One answer cell and its graded test cell, as a released lesson has them."""
     meta = {"schema_version": 3, "task": False}
-    return new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}, cells=[
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return new_notebook(metadata={"kernelspec": kernel}, cells=[
         new_code_cell("from lab_utils.grading import assert_own_implementation"),
         new_code_cell(answer, metadata={"nbgrader": {**meta, "grade": False, "grade_id": "double",
                                                      "locked": False, "solution": True}}),
