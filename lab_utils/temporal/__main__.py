@@ -39,7 +39,7 @@ def table(report: Report) -> str:
     t = report.totals
     checks = ", ".join(f"{name} {c.violations} in {c.checks}" for name, c in t.checks.items())
     rows.append(f"\n{t.passed}/{t.total} passed, mean stored records {t.mean_stored_records:.2f}, "
-                f"hard-check violations {t.hard_check_violations} ({checks})")
+                f"hard-check violations {t.hard_check_violations} ({checks}); writer {report.writer}")
     return "\n".join(rows)
 
 

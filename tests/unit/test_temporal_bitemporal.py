@@ -246,6 +246,11 @@ def test_a_correction_passes_the_same_gates_first(memory, changes, status):
     assert memory.records == before
 
 
+def test_a_malformed_end_is_refused_naming_the_field(memory):
+    with pytest.raises(ValueError, match="malformed end: valid_to: Field required"):
+        memory.apply({"action": "end", "at": day(2), "actor": ADA, "entity": "account", "key": "city"})
+
+
 def test_an_unknown_writer_is_refused_by_name():
     with pytest.raises(ValueError, match="writer: expected one of study, bitemporal"):
         TemporalMemory(FINAL, writer="graphiti")
