@@ -38,6 +38,7 @@ from nbclient.exceptions import DeadKernelError
 from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.converters import Autograde
+from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets.config import Config
 
@@ -45,6 +46,7 @@ from lab_utils.grading import PACKAGE_DIR
 
 MIME = "application/vnd.agent-memory-lab.integrity+json"
 KEY = "lab_integrity"  # notebook metadata (between nbgrader's two passes) and resources
+RECORD = ".integrity.json"  # beside the autograded notebook: <lesson>.integrity.json
 # Files in a submission's folder that Python could import.
 IMPORTABLE = {".py", ".pyc", ".pth", ".so"}
 # The kernel's machinery that runs a cell: patching any of it can change what a cell does.
@@ -383,17 +385,23 @@ class Verify(NbGraderPreprocessor):
                                                            traceback=[f"IntegrityError: {why}"]))
                 notes.append(why)
         record = {"submission": submission.get("submission", []), "execution": notes}
-        path = Path(resources["metadata"]["path"]) / f"{resources['nbgrader']['notebook']}.integrity.json"
+        path = Path(resources["metadata"]["path"]) / f"{resources['nbgrader']['notebook']}{RECORD}"
         path.write_text(json.dumps(record, indent=1), encoding="utf-8")
         return nb, resources
 
 
 def install(c: Config) -> None:
-    """Add the three steps to nbgrader's autograde in `c` (call it after the rest of the config)."""
+    """Add the three steps to nbgrader's autograde in `c`. Call it last: it wraps whichever Execute
+    step the config has (the sandbox's), and a later step that looks for nbgrader's own Execute
+    would no longer find it."""
     sanitize = list(c.Autograde.get("sanitize_preprocessors", Autograde.sanitize_preprocessors.default()))
     steps = list(c.Autograde.get("autograde_preprocessors", Autograde.autograde_preprocessors.default()))
     if CompareWithRelease in sanitize:
         return
+    # nbgrader copies every other file of a folder along: the record must not reach the feedback
+    # students get, nor a record handed in the autograded folder.
+    ignore = list(c.CourseDirectory.get("ignore", CourseDirectory.ignore.default()))
+    c.CourseDirectory.ignore = [*ignore, f"*{RECORD}"]
     at = next(i for i, step in enumerate(steps) if isinstance(step, type) and issubclass(step, Execute))
     execute = type(f"Surviving{steps[at].__name__}", (SurviveKernelDeath, steps[at]), {"__module__": __name__})
     c.Autograde.sanitize_preprocessors = [CompareWithRelease, *sanitize]
@@ -402,7 +410,7 @@ def install(c: Config) -> None:
 
 def findings(autograded_notebook: Path) -> list[str]:
     """Why a submission did not run as released, from the record beside its autograded notebook."""
-    record = Path(autograded_notebook).with_suffix(".integrity.json")
+    record = Path(autograded_notebook).with_suffix(RECORD)
     if not record.exists():
         return [f"not checked for tampering: no {record.name} (autograde did not finish, or ran without "
                 "lab_utils.course.integrity)"]

@@ -165,6 +165,12 @@ def test_a_blank_lesson_with_an_input_transformer_earns_nothing(course):
     tests = [c.metadata.nbgrader.grade_id for c in nb.cells if integrity._is_test(c)]
     assert score == 0
     assert found and [f.split(" ")[0] for f in found] == tests, "every test cell after the cheat is named"
+    settings = config.load(course)
+    integrity.install(settings)
+    assert NbGraderAPI(config=settings).generate_feedback(LESSON, "transformer")["success"]
+    feedback = course / "feedback" / "transformer" / LESSON
+    assert "IntegrityError: test-" in (feedback / f"{LESSON}.html").read_text(), "the student sees why"
+    assert [p.name for p in feedback.iterdir()] == [f"{LESSON}.html"], "the record stays with the instructor"
 
 
 def graded_tests(nb) -> list:
