@@ -69,8 +69,11 @@ def tokens(source: str) -> list[str] | None:
     return re.findall(r"\w+|[^\w\s]", ast.unparse(_Normalize().visit(tree)))
 
 
-def similarity(a: list[str], b: list[str]) -> float:
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+def similarity(a: list[str], b: list[str], at_least: float = 0.0) -> float:
+    """difflib's ratio of two token lists; 0 when its cheap upper bound is below `at_least` (most
+    pairs of a class: the pairwise comparison stays fast for hundreds of students)."""
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return matcher.ratio() if matcher.quick_ratio() >= at_least else 0.0
 
 
 def _answers(path: Path) -> dict[str, str]:
@@ -137,13 +140,13 @@ def near_copies(root: Path, lesson: str, threshold: float = THRESHOLD) -> dict[s
                 (tokens(function), dotted, reference) for name, function in _functions(source).items()
                 for dotted, reference in library.get(name, [])]
             for answer_tokens, other, reference in pairs:
-                score = similarity(answer_tokens, tokens(reference) or [])
+                score = similarity(answer_tokens, tokens(reference) or [], threshold)
                 if score >= threshold:
                     flag(student, exercise, other, score)
                     break
     for (one, a), (two, b) in itertools.combinations(sorted(written.items()), 2):
         for exercise in sorted(a.keys() & b.keys()):
-            score = similarity(a[exercise][1], b[exercise][1])
+            score = similarity(a[exercise][1], b[exercise][1], threshold)
             if score >= threshold:
                 flag(one, exercise, f"{two}'s answer", score)
                 flag(two, exercise, f"{one}'s answer", score)
