@@ -14,16 +14,25 @@ Rankings are what the agent reads: `store.search(query, k)`, minimum score inclu
 recall_any@k and recall_all@k follow LongMemEval (Wu et al., 2024): a query scores 1 when
 any / all of its gold evidence is in the top k; here the evidence is the markers. recall@k is
 recall_any@k, which for a single marker is the share of queries whose top-k holds it.
+
+Like LongMemEval, a gold set may label each item with the ability it tests (ABILITIES).
+Abstention items have nothing to find: the right answer is "no relevant memories", scored as
+abstention accuracy and kept out of recall. Knowledge-update items also name the value that
+changed ("stale": markers and the old tickets); a context that still holds it is stale.
+Any memory, baselines included, is judged by what it hands the model (a `Reader`), so recall,
+staleness and the context's cost in words are measured alike for all of them, and every figure
+gets a bootstrap interval over the gold items.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
 
+import numpy as np
 import pandas as pd
 from rank_bm25 import BM25Okapi
 
@@ -212,6 +221,204 @@ def choose_threshold(pairs: list[dict], thresholds: list[float]) -> float:
     if not safe:
         raise ValueError(f"every threshold in {sorted(thresholds)} merges a pair labelled not duplicate")
     return min(safe)
+
+
+# -- abilities, baselines and uncertainty ---------------------------------------------------
+
+ABILITIES = ("extraction", "multi-session", "temporal", "knowledge-update", "abstention")
+KNOWLEDGE_UPDATE, ABSTENTION = "knowledge-update", "abstention"
+
+
+def context_words(context: Sequence[Memory]) -> int:
+    """What a context costs the model, counted in words: whitespace-separated pieces of the
+    records' texts (a tokenizer would give more tokens than words; the ranking of memories by
+    cost is the same)."""
+    return sum(len(m.text.split()) for m in context)
+
+
+def is_stale(context: Sequence[Memory], item: dict) -> bool:
+    """Does the context hold the old value of a knowledge-update item?
+
+    `item["stale"]` is a gold item of its own ({"markers", "sources"}): the old value's markers
+    and the tickets that stated it. Provenance matters: the update itself names the old value too.
+    """
+    return hit_any(list(context), item["stale"])
+
+
+def _knowledge_updates(gold: list[dict]) -> list[int]:
+    positions = [i for i, item in enumerate(gold) if item.get("ability") == KNOWLEDGE_UPDATE]
+    if not positions:
+        raise ValueError("no knowledge-update item in the gold set: the stale-fact rate is undefined")
+    return positions
+
+
+def stale_fact_rate(gold: list[dict], contexts: list[list[Memory]]) -> float:
+    """Share of the knowledge-update items whose context (contexts[i] for gold[i]) is stale."""
+    if len(gold) != len(contexts):
+        raise ValueError(f"one context per gold item: {len(gold)} items, {len(contexts)} contexts")
+    positions = _knowledge_updates(gold)
+    return sum(is_stale(contexts[i], gold[i]) for i in positions) / len(positions)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A memory as an evaluation sees it: the records it hands the model for a gold item.
+
+    `store` holds every record it could hand (nDCG's ideal counts the relevant ones there; None
+    for no memory at all); `k` is how many ranked records the model reads, or None when it reads
+    everything it is handed, in the order handed.
+    """
+
+    name: str
+    hand: Callable[[dict], list[Memory]]
+    store: MemoryStore | None = None
+    k: int | None = None
+
+    @property
+    def corpus(self) -> list[Memory]:
+        return self.store.items if self.store is not None else []
+
+
+def retriever(name: str, store: MemoryStore, k: int) -> Reader:
+    """The memory under test: `store.search(query, k)`, minimum score included."""
+    return Reader(name, lambda item: store.search(item["query"], k), store, k)
+
+
+def no_memory() -> Reader:
+    """The floor: nothing recalled, ever (so it always abstains)."""
+    return Reader("no memory", lambda item: [])
+
+
+def full_context(store: MemoryStore) -> Reader:
+    """Every record of the store, in store order: nothing is missed, and everything is paid for."""
+    return Reader("full context", lambda item: list(store.items), store)
+
+
+def oracle(store: MemoryStore) -> Reader:
+    """Only the records of the item's source tickets, in store order (none for abstention)."""
+    return Reader("oracle", lambda item: [m for m in store.items if m.source in item["sources"]], store)
+
+
+def _check_item(item: dict) -> None:
+    ability = item.get("ability")
+    if ability not in ABILITIES:
+        raise ValueError(f"gold item {item.get('query')!r}: ability must be one of {ABILITIES}, not {ability!r}")
+    if ability == KNOWLEDGE_UPDATE and "stale" not in item:
+        raise ValueError(f"knowledge-update item {item['query']!r} names no stale value (\"stale\")")
+    if (ability == ABSTENTION) == bool(markers(item)):
+        raise ValueError(f"gold item {item['query']!r}: abstention items and only they have no markers")
+
+
+def item_scores(reader: Reader, gold: list[dict]) -> pd.DataFrame:
+    """One row per gold item: what `reader` handed, scored.
+
+    recall_any, recall_all and nDCG for answerable items (NaN for abstention items), abstained
+    for abstention items (handed nothing), stale for knowledge-update items, and words for all.
+    """
+    corpus = reader.corpus
+    rows = []
+    for item in gold:
+        _check_item(item)
+        context = reader.hand(item)
+        answerable = item["ability"] != ABSTENTION
+        k = reader.k if reader.k is not None else len(context)
+        relevant = sum(is_relevant(m, item) for m in corpus) if answerable else 0
+        rows.append({"query": item["query"], "ability": item["ability"],
+                     "recall_any": hit_any(context, item) if answerable else math.nan,
+                     "recall_all": hit_all(context, item) if answerable else math.nan,
+                     "nDCG": ndcg(context, item, relevant, k) if answerable else math.nan,
+                     "abstained": math.nan if answerable else not context,
+                     "stale": is_stale(context, item) if item["ability"] == KNOWLEDGE_UPDATE else math.nan,
+                     "words": context_words(context)})
+    return pd.DataFrame(rows).set_index("query").astype({"recall_any": float, "recall_all": float, "nDCG": float,
+                                                         "abstained": float, "stale": float})
+
+
+def p95(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The 95th percentile (numpy's linear interpolation)."""
+    return np.percentile(values, 95, axis=axis)
+
+
+RESAMPLES = 2000
+SEED = 0
+
+
+def bootstrap_ci(values: Sequence[float], statistic: Callable = np.mean, *, resamples: int = RESAMPLES,
+                 confidence: float = 0.95, seed: int = SEED) -> tuple[float, float]:
+    """Percentile bootstrap interval of `statistic` over `values` (one per gold item).
+
+    Resamples the items with replacement, `resamples` times, from a fixed seed; `statistic`
+    takes an array and `axis` (np.mean, np.median, p95). The same seed gives the same interval.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        raise ValueError("no values to resample")
+    if resamples < 1 or not 0 < confidence < 1:
+        raise ValueError(f"need resamples >= 1 and 0 < confidence < 1, not {resamples}, {confidence}")
+    rng = np.random.default_rng(seed)
+    stats = statistic(values[rng.integers(0, values.size, size=(resamples, values.size))], axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(stats, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+# The headline figures of item_scores: (column, statistic), each over the items it is defined on.
+HEADLINE = {"recall_any@k": ("recall_any", np.mean), "recall_all@k": ("recall_all", np.mean),
+            "nDCG@k": ("nDCG", np.mean), "abstention accuracy": ("abstained", np.mean),
+            "stale-fact rate": ("stale", np.mean), "words per query (mean)": ("words", np.mean),
+            "words per query (p95)": ("words", p95)}
+
+
+def with_interval(values: Sequence[float], statistic: Callable = np.mean, **bootstrap) -> dict[str, float]:
+    """{"value", "low", "high"}: the statistic over `values` and its bootstrap interval."""
+    values = np.asarray(values, dtype=float)
+    low, high = bootstrap_ci(values, statistic, **bootstrap)
+    return {"value": float(statistic(values, axis=0)), "low": low, "high": high}
+
+
+def headline(scores: pd.DataFrame, **bootstrap) -> pd.DataFrame:
+    """Every headline figure of one reader's item_scores with its interval (rows: figures)."""
+    return pd.DataFrame({figure: with_interval(scores[column].dropna(), statistic, **bootstrap)
+                         for figure, (column, statistic) in HEADLINE.items()}).T
+
+
+def by_ability(scores: pd.DataFrame, **bootstrap) -> pd.DataFrame:
+    """Per ability, the share answered with its interval: recall_all@k (every piece of the answer
+    in the context), or for abstention items, abstention accuracy."""
+    rows = {}
+    for ability in ABILITIES:
+        part = scores[scores["ability"] == ability]
+        if len(part):
+            column = "abstained" if ability == ABSTENTION else "recall_all"
+            rows[ability] = with_interval(part[column], **bootstrap)
+    return pd.DataFrame(rows).T
+
+
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, resamples: int = RESAMPLES,
+                     confidence: float = 0.95, seed: int = SEED) -> dict[str, float]:
+    """Is b better than a on the same items? mean(b - a), its interval, and a two-sided p-value.
+
+    Items are resampled in pairs, so what both get right or wrong cancels out. The p-value is
+    twice the share of resampled differences on the far side of zero, with the usual +1 so
+    that a finite number of resamples never claims p = 0.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.size == 0:
+        raise ValueError(f"need two equally long, non-empty lists of paired scores, not {a.size} and {b.size}")
+    diff = b - a
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, diff.size, size=(resamples, diff.size))].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    beyond = min((means <= 0).sum(), (means >= 0).sum())
+    return {"difference": float(diff.mean()), "low": float(low), "high": float(high),
+            "p_value": float(min(1.0, 2 * (beyond + 1) / (resamples + 1))),
+            "b better": int((diff > 0).sum()), "a better": int((diff < 0).sum()), "ties": int((diff == 0).sum())}
+
+
+def mean_context_words(store: MemoryStore, gold: list[dict], k: int) -> float:
+    """Words handed to the model per query when it reads the top k of `store`."""
+    return fmean(context_words(store.search(item["query"], k)) for item in gold)
 
 
 # -- production metrics ------------------------------------------------------------------

@@ -28,8 +28,10 @@ def _color(name: str) -> str | None:
 
 
 def grouped_bars(table: Mapping[str, Mapping[str, float]], *, title: str, ylabel: str,
-                 ylim: tuple[float, float] | None = (0, 1.05), fmt: str = "%.2f") -> Figure:
-    """Bars grouped along x: table[group][series] = value (e.g. table["recall@1"]["naive"])."""
+                 ylim: tuple[float, float] | None = (0, 1.05), fmt: str = "%.2f",
+                 intervals: Mapping[str, Mapping[str, tuple[float, float]]] | None = None) -> Figure:
+    """Bars grouped along x: table[group][series] = value (e.g. table["recall@1"]["naive"]);
+    `intervals[group][series] = (low, high)` draws each bar's interval as a whisker."""
     fig, ax = _figure()
     groups = list(table)
     series = list(dict.fromkeys(s for g in groups for s in table[g]))
@@ -37,8 +39,14 @@ def grouped_bars(table: Mapping[str, Mapping[str, float]], *, title: str, ylabel
     for i, name in enumerate(series):
         xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
         values = [table[g].get(name, 0.0) for g in groups]
-        bars = ax.bar(xs, values, width, label=name, color=_color(name))
-        ax.bar_label(bars, fmt=fmt, fontsize=8)
+        whiskers = None
+        if intervals is not None:
+            spans = [intervals[g].get(name, (v, v)) for g, v in zip(groups, values)]
+            whiskers = [[v - low for v, (low, _) in zip(values, spans)], [high - v for v, (_, high) in zip(values, spans)]]
+        bars = ax.bar(xs, values, width, label=name, color=_color(name), yerr=whiskers, capsize=2,
+                      error_kw={"elinewidth": 0.8})
+        if intervals is None:  # with whiskers, the numbers belong in the table beside the figure
+            ax.bar_label(bars, fmt=fmt, fontsize=8)
     ax.set_xticks(range(len(groups)), groups)
     _finish(ax, title, ylabel, ylim, legend=len(series) > 1)
     return fig
@@ -50,14 +58,35 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], *, title: s
     """One line per series over x; `xs` gives a series its own x values (e.g. its store sizes),
     and the series named in `dashed` are drawn dashed (e.g. recall@1 next to recall@3)."""
     fig, ax = _figure()
+    _draw_lines(ax, x, series, xs, dashed, logx)
+    ax.set_xlabel(xlabel)
+    _finish(ax, title, ylabel, ylim, legend=len(series) > 1)
+    return fig
+
+
+def lines_and_cost(x: Sequence[float], series: Mapping[str, Sequence[float]],
+                   cost: Mapping[str, Sequence[float]], *, title: str, xlabel: str, ylabel: str,
+                   cost_label: str, logx: bool = False, ylim: tuple[float, float] | None = None,
+                   xs: Mapping[str, Sequence[float]] | None = None, dashed: Sequence[str] = ()) -> Figure:
+    """`lines` above, and below it on the same x what each point costs (e.g. context words per
+    query); a cost series takes its x from `xs` too."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(SIZE[0], SIZE[1] * 1.7), sharex=True,
+                                      gridspec_kw={"height_ratios": [3, 2]})
+    plt.close(fig)
+    _draw_lines(top, x, series, xs, dashed, logx)
+    _finish(top, title, ylabel, ylim, legend=len(series) > 1)
+    _draw_lines(bottom, x, cost, xs, dashed, logx)
+    bottom.set_xlabel(xlabel)
+    _finish(bottom, "", cost_label, None, legend=True)
+    return fig
+
+
+def _draw_lines(ax, x, series, xs, dashed, logx: bool) -> None:
     for name, ys in series.items():
         ax.plot((xs or {}).get(name, x), ys, marker="o", label=name, color=_color(name),
                 linestyle="--" if name in dashed else "-")
     if logx:
         ax.set_xscale("symlog", linthresh=10)
-    ax.set_xlabel(xlabel)
-    _finish(ax, title, ylabel, ylim, legend=len(series) > 1)
-    return fig
 
 
 def _finish(ax, title: str, ylabel: str, ylim: tuple[float, float] | None, legend: bool) -> None:

@@ -5,15 +5,19 @@ from __future__ import annotations
 import io
 import math
 
+import numpy as np
 import pytest
 
 from lab_utils.memory import Memory, MemoryStore
-from lab_utils.metrics import (WITH_RECALL, WITHOUT_MEMORY, TicketCost, choose_b, choose_threshold,
-                               evaluate, hit_all, hit_any, is_relevant, merge_errors, mrr, ndcg, ndcg_at_k,
-                               poisoning_counts, poisoning_report, recall_all_at_k, recall_any_at_k,
-                               recall_at_k, recall_with_b, reciprocal_rank, rejection_rate, ticket_cost)
-from lab_utils.paths import load_data
-from lab_utils.plots import grouped_bars, lines
+from lab_utils.metrics import (ABILITIES, WITH_RECALL, WITHOUT_MEMORY, Reader, TicketCost, bootstrap_ci, by_ability,
+                               choose_b, choose_threshold, context_words, evaluate, full_context, headline, hit_all,
+                               hit_any, is_relevant, is_stale, item_scores, mean_context_words, merge_errors, mrr,
+                               ndcg, ndcg_at_k, no_memory, oracle, p95, paired_bootstrap, poisoning_counts,
+                               poisoning_report, recall_all_at_k, recall_any_at_k, recall_at_k, recall_with_b,
+                               reciprocal_rank, rejection_rate, retriever, stale_fact_rate, ticket_cost)
+from lab_utils.noise import load_history
+from lab_utils.paths import DATA_DIR, load_data
+from lab_utils.plots import grouped_bars, lines, lines_and_cost
 from lab_utils.rules import forget_source, remember
 
 
@@ -134,6 +138,131 @@ def test_the_threshold_is_the_lowest_that_merges_no_non_duplicate():
         choose_threshold(pairs, [0.5, 0.6])
 
 
+# -- abilities, baselines and uncertainty ------------------------------------------------------
+
+GOLD_ABILITIES = load_data("support", "gold_abilities.json")
+HISTORY = load_history() + load_history(DATA_DIR / "support" / "later_history.json")
+
+
+@pytest.fixture
+def raw_history(naive):
+    """Every observation of the whole history, as the naive write stores it."""
+    for ticket in HISTORY:
+        for line in ticket.raw:
+            naive.remember_raw(line, ticket.ticket)
+    return naive
+
+
+def test_the_ability_gold_set_is_labelled_and_answerable_from_its_sources(raw_history):
+    counts = {ability: sum(item["ability"] == ability for item in GOLD_ABILITIES) for ability in ABILITIES}
+    assert len(GOLD_ABILITIES) >= 60 and min(counts.values()) >= 10, counts
+    assert len({item["query"] for item in GOLD_ABILITIES}) == len(GOLD_ABILITIES)
+    tickets = {r["source"] for r in load_data("support", "raw_log.json")} | {t.ticket for t in HISTORY}
+    for item in GOLD_ABILITIES:
+        assert set(item["sources"]) <= tickets, item
+        if item["ability"] == "knowledge-update":
+            assert set(item["stale"]["sources"]) <= tickets and not set(item["stale"]["sources"]) & set(item["sources"])
+    # The oracle reads only the source tickets: it answers every item, fully, and never stale.
+    scores = item_scores(oracle(raw_history), GOLD_ABILITIES)
+    answerable = scores[scores["ability"] != "abstention"]
+    assert answerable["recall_all"].eq(1.0).all(), answerable[answerable["recall_all"] < 1].index.tolist()
+    assert scores["stale"].dropna().eq(0.0).all() and scores["abstained"].dropna().eq(1.0).all()
+    # Each old value is really in the history, so a memory that keeps everything is stale everywhere.
+    assert item_scores(full_context(raw_history), GOLD_ABILITIES)["stale"].dropna().eq(1.0).all()
+
+
+def test_baselines_hand_what_they_promise(raw_history):
+    total = context_words(raw_history.items)
+    gold = [item for item in GOLD_ABILITIES if item["ability"] in ("knowledge-update", "abstention")]
+    empty = item_scores(no_memory(), gold)
+    assert empty["words"].eq(0).all() and empty["abstained"].dropna().eq(1.0).all()
+    assert empty["stale"].dropna().eq(0.0).all() and empty["recall_any"].dropna().eq(0.0).all()
+    everything = item_scores(full_context(raw_history), gold)
+    assert everything["words"].eq(total).all() and everything["abstained"].dropna().eq(0.0).all()
+    top = item_scores(retriever("naive", raw_history, 3), gold)
+    assert (top["words"] <= everything["words"]).all()
+    assert mean_context_words(raw_history, gold, 3) == pytest.approx(top["words"].mean())
+
+
+def test_item_scores_keep_abstention_out_of_recall_and_ndcg_reads_the_whole_context(tmp_path):
+    item = {"query": "q", "ability": "extraction", "markers": ["kb-1"], "sources": ["t-1"]}
+    nothing = {"query": "z", "ability": "abstention", "markers": [], "sources": []}
+    store = MemoryStore(tmp_path / "m.jsonl")
+    for text in ("noise", "noise again", "fixed per kb-1"):
+        store.remember_raw(text, "t-1")
+    reader = Reader("all", lambda it: store.items if it is item else store.items[:1], store)
+    scores = item_scores(reader, [item, nothing])
+    assert scores.loc["q", "recall_all"] == 1.0 and math.isnan(scores.loc["z", "recall_all"])
+    assert scores.loc["z", "abstained"] == 0.0 and math.isnan(scores.loc["q", "abstained"])
+    assert scores.loc["q", "nDCG"] == pytest.approx(1 / math.log2(4))  # k=None: read to the end
+    assert scores["words"].tolist() == [6, 1]
+
+
+def test_bad_gold_items_are_named():
+    reader = no_memory()
+    with pytest.raises(ValueError, match="ability must be one of"):
+        item_scores(reader, [{"query": "q", "ability": "recall", "markers": ["x"], "sources": []}])
+    with pytest.raises(ValueError, match="names no stale value"):
+        item_scores(reader, [{"query": "q", "ability": "knowledge-update", "markers": ["x"], "sources": []}])
+    with pytest.raises(ValueError, match="abstention items and only they have no markers"):
+        item_scores(reader, [{"query": "q", "ability": "abstention", "markers": ["x"], "sources": []}])
+
+
+def test_the_stale_fact_rate_counts_knowledge_updates_and_old_tickets_only():
+    update = {"query": "seats", "ability": "knowledge-update", "markers": ["55 seats"], "sources": ["t-2"],
+              "stale": {"markers": ["40 seats"], "sources": ["t-1"]}}
+    other = {"query": "cause", "ability": "extraction", "markers": ["filter"], "sources": ["t-1"]}
+    old, new = _m("enterprise, 40 seats", "t-1"), _m("from 40 seats to 55 seats", "t-2")
+    assert is_stale([old], update) and not is_stale([new], update)  # the update names the old value too
+    assert stale_fact_rate([update, other, update], [[old, new], [old], [new]]) == 0.5
+    assert stale_fact_rate([update], [[]]) == 0.0
+    with pytest.raises(ValueError, match="no knowledge-update item"):
+        stale_fact_rate([other], [[old]])
+    with pytest.raises(ValueError, match="one context per gold item"):
+        stale_fact_rate([update, other], [[old]])
+
+
+def test_bootstrap_intervals():
+    four = [0, 1, 1, 1]
+    assert bootstrap_ci(four) == (0.25, 1.0)  # four items: one of them moves the mean by 0.25
+    assert bootstrap_ci(four, seed=3) == bootstrap_ci(four, seed=3)
+    assert bootstrap_ci([0.4] * 30) == pytest.approx((0.4, 0.4))
+    many = np.random.default_rng(1).random(400)
+    low, high = bootstrap_ci(many)
+    assert low < many.mean() < high and high - low < 0.1 < bootstrap_ci(many[:20])[1] - bootstrap_ci(many[:20])[0]
+    assert bootstrap_ci(list(range(100)), p95)[1] <= 99
+    with pytest.raises(ValueError, match="no values"):
+        bootstrap_ci([])
+    with pytest.raises(ValueError, match="resamples"):
+        bootstrap_ci(four, resamples=0)
+
+
+def test_headline_and_by_ability_give_each_figure_its_interval(raw_history):
+    scores = item_scores(retriever("naive", raw_history, 3), GOLD_ABILITIES)
+    table = headline(scores)
+    assert list(table.index) == ["recall_any@k", "recall_all@k", "nDCG@k", "abstention accuracy", "stale-fact rate",
+                                 "words per query (mean)", "words per query (p95)"]
+    assert (table["low"] <= table["value"] + 1e-12).all() and (table["value"] <= table["high"] + 1e-12).all()
+    abstention = scores[scores["ability"] == "abstention"]["abstained"]
+    assert table.loc["abstention accuracy", "value"] == pytest.approx(abstention.mean())
+    per_ability = by_ability(scores)
+    assert list(per_ability.index) == list(ABILITIES)
+    assert per_ability.loc["abstention", "value"] == pytest.approx(abstention.mean())
+    temporal = scores[scores["ability"] == "temporal"]["recall_all"]
+    assert per_ability.loc["temporal", "value"] == pytest.approx(temporal.mean())
+
+
+def test_paired_bootstrap():
+    same = paired_bootstrap([1, 0, 1, 0], [1, 0, 1, 0])
+    assert same["difference"] == 0 and same["p_value"] == 1.0 and same["ties"] == 4
+    better = paired_bootstrap([0] * 30, [1] * 25 + [0] * 5)
+    assert better["low"] > 0 and better["p_value"] < 0.01 and (better["b better"], better["a better"]) == (25, 0)
+    mixed = paired_bootstrap([1, 0] * 10, [0, 1] * 10)
+    assert mixed["low"] < 0 < mixed["high"] and mixed["p_value"] > 0.5
+    with pytest.raises(ValueError, match="paired scores"):
+        paired_bootstrap([1, 0], [1])
+
+
 # -- production metrics ----------------------------------------------------------------------
 
 
@@ -164,3 +293,16 @@ def test_figures_render_without_a_display():
         fig.savefig(io.BytesIO(), format="png")
     assert len(bars.axes[0].patches) == 4
     assert list(curve.axes[0].lines[0].get_xdata()) == [5, 50, 500]
+
+
+def test_bars_with_whiskers_and_a_curve_with_its_cost():
+    bars = grouped_bars({"extraction": {"naive": 0.5, "oracle": 1.0}}, title="t", ylabel="share",
+                        intervals={"extraction": {"naive": (0.25, 0.75), "oracle": (1.0, 1.0)}})
+    whiskers = [c for c in bars.axes[0].containers if hasattr(c, "errorbar") and c.errorbar is not None]
+    assert len(whiskers) == 2
+    segments = whiskers[0].errorbar.lines[2][0].get_segments()
+    assert [tuple(y for _, y in seg) for seg in segments] == [(0.25, 0.75)]
+    curve = lines_and_cost([0, 1], {"naive recall@3": [1, 0.5]}, {"naive words": [10, 12], "full context": [20, 90]},
+                           title="t", xlabel="records", ylabel="recall", cost_label="words per query")
+    curve.savefig(io.BytesIO(), format="png")
+    assert len(curve.axes) == 2 and len(curve.axes[1].lines) == 2
