@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,10 +41,14 @@ def feedback_all(root: Path = ROOT, only: str | None = None) -> Iterator[Outcome
 
 
 def stamp(folder: Path) -> None:
-    """`nbgrader release_feedback` needs a timestamp.txt; a submission placed by hand has none.
+    """`nbgrader release_feedback` needs the timestamp.txt and submission_secret.txt that
+    `nbgrader collect` brings along; a submission placed by hand has neither.
 
-    It then gets the time of its feedback, in nbgrader's format.
+    It then gets the time of its feedback, and a secret of its own: its feedback is released
+    (and can be sent by hand); only a student who submitted through the exchange can fetch it.
     """
-    path = folder / "timestamp.txt"
-    if not path.exists():
-        path.write_text(datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
+    made = {"timestamp.txt": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f %Z"),
+            "submission_secret.txt": secrets.token_hex(16)}
+    for name, text in made.items():
+        if not (folder / name).exists():
+            (folder / name).write_text(text)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 from traitlets.config import Config, Configurable
+
+from lab_utils.paths import ROOT
 
 INSTRUCTOR_FOLDERS = ("solutions", "submitted", "autograded", "feedback")
 # What each error means when the sandbox or the timeout stopped a cell.
@@ -51,6 +54,12 @@ class Sandbox(Configurable):
 
     def command(self, kernel: list[str], workdir: str, sockets: str, course_root: str | None) -> list[str]:
         """The kernel's argv wrapped in bwrap and prlimit."""
+        # The private /tmp must not hide the Python and the course package the kernel runs on.
+        # (The folder, not the file: a venv's python is a link to the base one, and must stay in its venv.)
+        python = os.path.join(os.path.realpath(os.path.dirname(kernel[0])), os.path.basename(kernel[0]))
+        kernel = [python, *kernel[1:]]
+        needed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, ROOT)}
+        shown = [arg for path in sorted(needed) if path.startswith("/tmp/") for arg in ("--ro-bind", path, path)]
         hidden = []
         for name in INSTRUCTOR_FOLDERS if course_root else ():
             folder = os.path.join(course_root, name)
@@ -58,7 +67,7 @@ class Sandbox(Configurable):
                 hidden += ["--tmpfs", folder]
         return [
             "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--size", str(self.tmp_mb * 2**20), "--tmpfs", "/tmp",
+            "--size", str(self.tmp_mb * 2**20), "--tmpfs", "/tmp", *shown,
             *hidden,
             "--bind", workdir, workdir, "--bind", sockets, sockets,
             # The hidden folders hold nothing; make them read-only so a write there fails loudly.

@@ -1,10 +1,10 @@
 """The commands the instructor docs show run as written.
 
-Every ```bash block right after a `<!-- docs-test -->` line in README.md and docs/instructors.md is
-run, in the order of the page, as one bash script (`set -euo pipefail`), in a throwaway copy of
-the course: the first lesson's solutions, the Makefile, nbgrader_config.py, and links to the repository's
-virtual environment and to what the students' repository is made of. A block that fails names itself.
-"""
+Every ```bash block right after a `<!-- docs-test -->` line in README.md and docs/instructors.md
+is run, in the order of the page, each in a subshell of one bash script (`set -euo pipefail`),
+from a throwaway copy of the course: the first lesson's solutions, the Makefile,
+nbgrader_config.py, and links to the repository's virtual environment and to what the students'
+repository is made of. A block that fails names itself."""
 
 import os
 import re
@@ -47,8 +47,10 @@ def test_doc_commands_run_as_written(page, tmp_path):
     root = course_copy(tmp_path / "course")
     script = ["set -euo pipefail"]
     for number, block in enumerate(blocks(page), 1):
-        script += [f"echo '### {page}, block {number}' >&2", block]
-    env = {**os.environ, "TMPDIR": str(tmp_path), "LAB_WORK_DIR": str(tmp_path / "work")}
+        # Each block in a subshell, from the course folder, as a reader would type it there.
+        script += [f"echo '### {page}, block {number}' >&2", f"(\n{block})"]
+    # nbgrader's exchange keeps a cache in the home folder: a throwaway one.
+    env = {**os.environ, "TMPDIR": str(tmp_path), "LAB_WORK_DIR": str(tmp_path / "work"), "HOME": str(tmp_path)}
     run = subprocess.run(["bash", "-c", "\n".join(script)], cwd=root, env=env, capture_output=True, text=True)
     assert run.returncode == 0, f"{page}: a command failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     assert (root / "grades.csv").exists() and (root / "grades_canvas.csv").exists()

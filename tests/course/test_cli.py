@@ -1,0 +1,55 @@
+"""The course commands on a fresh clone, and the configuration every one of them reads."""
+
+import shutil
+import subprocess
+
+import pandas as pd
+
+from coursetools import NBGRADER, course_cli, new_course
+from lab_utils.course.config import load
+from lab_utils.course.export import canvas_table
+from lab_utils.paths import ROOT
+from nbtools import LESSONS
+
+
+def test_autograde_before_release_says_what_to_do(tmp_path):
+    shutil.copytree(ROOT / "solutions" / LESSONS[0], tmp_path / "solutions" / LESSONS[0])
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
+    run = course_cli(tmp_path, "autograde")
+    assert run.returncode == 2
+    assert run.stderr.strip() == f"the gradebook has no {LESSONS[0]}: run `make release` first"
+
+
+def test_settings_added_to_nbgrader_config_win(tmp_path):
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
+    with open(tmp_path / "nbgrader_config.py", "a", encoding="utf-8") as config:
+        config.write('\nc.LateSubmissionPlugin.penalty_method = "zero"\nc.Sandbox.memory_mb = 512\n')
+    settings = load(tmp_path)
+    assert settings.LateSubmissionPlugin.penalty_method == "zero"
+    assert settings.Sandbox.memory_mb == 512
+    assert settings.CourseDirectory.root == str(tmp_path)
+    assert settings.CourseDirectory.source_directory == "solutions"
+
+
+def test_nbgrader_export_writes_the_canvas_file(tmp_path):
+    root = new_course(tmp_path, [LESSONS[0]])
+    subprocess.run([NBGRADER, "db", "student", "add", "ada", "--first-name=Ada", "--last-name=Lovelace"],
+                   cwd=root, check=True, capture_output=True)
+    subprocess.run([NBGRADER, "export"], cwd=root, check=True, capture_output=True)
+    canvas = pd.read_csv(root / "grades_canvas.csv")
+    assert list(canvas.columns) == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", LESSONS[0]]
+    assert canvas.Student.tolist() == ["Points Possible", "Lovelace, Ada"]
+    assert pd.isna(canvas.loc[1, LESSONS[0]]), "no submission: nothing to send to the LMS"
+
+
+def test_only_final_grades_reach_the_lms():
+    grades = pd.DataFrame([
+        dict(student="ada", lesson="01", score=7.0, max_score=8.0, status="graded"),
+        dict(student="bob", lesson="01", score=8.0, max_score=8.0, status="flagged: test cell test-a edited"),
+        dict(student="cy", lesson="01", score=float("nan"), max_score=8.0, status="not graded: broken"),
+        dict(student="ada", lesson="02", score=5.0, max_score=9.0, status="needs hand grading (3 points)"),
+    ])
+    canvas = canvas_table(grades, {"ada": "Lovelace, Ada"}).set_index("Student")
+    assert canvas.loc["Points Possible", "01"] == 8 and canvas.loc["Points Possible", "02"] == 9
+    assert canvas.loc["Lovelace, Ada", "01"] == 7 and canvas.loc["Lovelace, Ada", "SIS Login ID"] == "ada"
+    assert canvas[["01", "02"]].drop(index=["Points Possible"]).notna().sum().sum() == 1
