@@ -12,7 +12,7 @@ import nbformat
 
 from lab_utils.course import release
 from lab_utils.paths import ROOT
-from nbtools import nbgrader_meta, notebook_path, submit
+from nbtools import nbgrader_meta, notebook_path
 
 NBGRADER = Path(sys.executable).with_name("nbgrader")
 
@@ -50,5 +50,3 @@ def solution(root: Path, lesson: str):
 def graded_cell(nb, grade_id: str):
     return next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id)
 
-
-__all__ = ["NBGRADER", "course_cli", "graded_cell", "new_course", "solution", "submit", "with_cell"]

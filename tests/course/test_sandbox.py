@@ -7,7 +7,6 @@ The course lives outside /tmp, as a real one does, so that the sandbox's private
 hide it by accident and each refusal is the sandbox's own.
 """
 
-import os
 import shutil
 import socket
 import tempfile
@@ -19,9 +18,9 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from coursetools import course_cli, new_course, solution, submit, with_cell
+from coursetools import course_cli, new_course, solution, with_cell
 from lab_utils.paths import ROOT
-from nbtools import LESSONS
+from nbtools import LESSONS, submit
 
 LESSON = LESSONS[0]
 TOKEN = uuid.uuid4().hex[:8]

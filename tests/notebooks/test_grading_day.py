@@ -17,9 +17,9 @@ import nbformat
 import pandas as pd
 import pytest
 
-from coursetools import course_cli, graded_cell, new_course, solution, submit
+from coursetools import course_cli, graded_cell, new_course, solution
 from lab_utils.course.config import gradebook
-from nbtools import LESSONS, fixture_answers, fixture_lessons, nbgrader_meta, notebook_path, with_answers
+from nbtools import LESSONS, fixture_answers, fixture_lessons, nbgrader_meta, notebook_path, submit, with_answers
 
 FIRST = LESSONS[0]
 DUE = "2026-01-15 17:00:00 UTC"
