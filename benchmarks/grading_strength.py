@@ -150,7 +150,7 @@ def visible_tests(solution) -> dict[int, str]:
 
 def solution_passes(kernel: Kernel, exercise: Exercise, lesson: str, when: str) -> None:
     """Run the solution's answer and its tests; a failure here would make every figure a lie."""
-    failed = [text for text in kernel.run_exercise(exercise, kernel.nb.cells[exercise.answer].source).values() if text]
+    failed = kernel.run_exercise(exercise, kernel.nb.cells[exercise.answer].source)
     if failed:
         raise RuntimeError(f"{lesson} {exercise.grade_id}: the solution fails its own tests{when}:\n{failed[0][-800:]}")
 
@@ -168,8 +168,8 @@ def grade_mutants(lesson: str, folder: Path) -> list[Outcome]:
             reference = solution.cells[exercise.answer].source
             solution_passes(kernel, exercise, lesson, "")
             for label, mutant in mutants(reference):
-                loses = any(kernel.run_exercise(exercise, mutant).values())
-                fails_visible = loses and any(kernel.run_exercise(exercise, mutant, visible).values())
+                loses = bool(kernel.run_exercise(exercise, mutant))
+                fails_visible = loses and bool(kernel.run_exercise(exercise, mutant, visible))
                 outcomes.append(Outcome(lesson, exercise.grade_id, label, loses, fails_visible))
                 solution_passes(kernel, exercise, lesson, f" after the mutant {label!r} (its state leaked)")
             done = exercise.end + 1

@@ -13,6 +13,7 @@ the cells after it up to the exercise's last test, and the reference is run agai
 
 import re
 import shutil
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -30,7 +31,7 @@ def reference_answers(lesson: str) -> dict[str, str]:
             if nbgrader_meta(c).get("solution") and c.cell_type == "code"}
 
 
-def lesson_copy(lesson: str, answers: dict[str, str], folder) -> tuple[nbformat.NotebookNode, object]:
+def lesson_copy(lesson: str, answers: dict[str, str], folder: Path) -> tuple[nbformat.NotebookNode, Path]:
     """The released lesson's folder copied to `folder`, its notebook filled with `answers`."""
     released = notebook_path("lessons", lesson)
     shutil.copytree(released.parent, folder)
@@ -53,7 +54,7 @@ def rule_breaks(lesson: str) -> dict[str, list[tuple[str, str, str]]]:
 
 
 def assert_reference_passes(kernel: Kernel, exercise: Exercise, answer: str, when: str) -> None:
-    failed = [text for text in kernel.run_exercise(exercise, answer).values() if text]
+    failed = kernel.run_exercise(exercise, answer)
     assert not failed, f"{exercise.grade_id}: the reference answer fails a visible test{when}:\n{failed[0][-600:]}"
 
 
@@ -89,7 +90,7 @@ def test_each_broken_rule_fails_a_visible_test_that_names_it(lesson, offline):
             kernel.run_until(exercise.answer, done)
             assert_reference_passes(kernel, exercise, reference[exercise.grade_id], "")
             for substring, rule, answer in breaks[exercise.grade_id]:
-                errors = [text for text in kernel.run_exercise(exercise, answer).values() if text]
+                errors = kernel.run_exercise(exercise, answer)
                 if not errors:
                     problems.append(f"{exercise.grade_id}, {rule!r}: every visible test passes")
                 elif not any(substring in text for text in errors):
