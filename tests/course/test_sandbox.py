@@ -91,7 +91,7 @@ def test_every_submission_is_still_graded_in_full(graded):
     assert "autograde: 2 of 2 submissions done" in graded.run.stdout
     table = graded.table
     assert (table.auto_score == table.auto_max).all(), "an attack cell must not cost the rest of the notebook"
-    assert (table.status == "graded").all()
+    assert not table.status.str.startswith("not graded").any()
 
 
 @pytest.mark.parametrize("attack", ["loop", "memory", "network", "gradebook", "neighbour", "home"])

@@ -116,7 +116,7 @@ def test_complete_full_blank_zero_and_hand_grading_waits(day):
         assert complete.status.startswith("flagged: ") and "near-copy of the reference solution" in complete.status
         written = complete.max_score - complete.auto_max
         assert (f"{written:g} points wait for hand grading" in complete.status) == bool(written), lesson
-    waiting = re.search(r"(\d+) points wait for hand grading", day.autograde.stdout)
+    waiting = re.search(r"^  (\d+) points wait for hand grading \(Formgrader\)", day.autograde.stdout, re.M)
     expected = sum(row(day, "complete", lesson).max_score - row(day, "complete", lesson).auto_max
                    for lesson in LESSONS)
     assert waiting and float(waiting[1]) >= expected > 0, "the summary counts the points waiting for hands"
@@ -180,8 +180,14 @@ def test_late_penalty_from_the_config_survives_regrading(day):
     assert late.score == 0 and late.penalty == late.auto_max and late.seconds_late == 16.5 * 3600
     assert f"note    late/{FIRST}: submitted 16:30:00 after the due date, {late.auto_max:g} points off" in day.again.stdout
     assert row(day, "complete").penalty == 0
-    canvas = pd.read_csv(day.root / "grades_canvas.csv").set_index("SIS Login ID")
-    assert canvas.loc["late", FIRST] == 0 and canvas.loc["complete", FIRST] == row(day, "complete").score
+
+
+def test_the_lms_file_holds_final_grades_only(day):
+    canvas = pd.read_csv(day.root / "grades_canvas.csv")
+    canvas = canvas[canvas.Student != "Points Possible"].set_index("SIS Login ID")
+    for (student, lesson), grade in day.table.iterrows():
+        sent = canvas.loc[student, lesson]
+        assert (sent == grade.score) if grade.status == "graded" else pd.isna(sent), f"{student}/{lesson}"
 
 
 def test_a_failed_resubmission_replaces_the_old_grade(day):
