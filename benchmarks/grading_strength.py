@@ -1,8 +1,9 @@
 """How well the tests grade: small mistakes planted in every solution's answers (`make grading-strength`).
 
 Each mutant changes one spot of a solution's answer code (the part between BEGIN and END SOLUTION):
-a comparison flipped or moved by one (`>=` to `<` or `>`), a number changed by one, a `not`
-dropped, `and`/`or` swapped, `min`/`max` swapped, `+`/`-` swapped, a slice bound moved by one.
+a comparison flipped or moved by one (`>=` to `<` or `>`), a number changed by one, True and
+False swapped, a `not` dropped, `and`/`or`, `min`/`max`, `+`/`-` or `*`/`/` swapped, a slice
+bound moved by one.
 For each mutant:
 - it loses points if a graded test cell of the SOLUTION notebook (hidden tests included, as at
   autograde) fails with the mutant in the answer cell;
