@@ -13,7 +13,9 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-COLORS = {"naive": "#c0504d", "disciplined": "#4f81bd"}  # the two stores keep their colors everywhere
+# The two stores keep their colors everywhere; lesson 04's baselines get their own.
+COLORS = {"naive": "#c0504d", "disciplined": "#4f81bd", "no memory": "#a6a6a6", "full context": "#f79646",
+          "oracle": "#9bbb59"}
 SIZE = (6.4, 3.6)
 
 
@@ -48,7 +50,7 @@ def grouped_bars(table: Mapping[str, Mapping[str, float]], *, title: str, ylabel
         if intervals is None:  # with whiskers, the numbers belong in the table beside the figure
             ax.bar_label(bars, fmt=fmt, fontsize=8)
     ax.set_xticks(range(len(groups)), groups)
-    _finish(ax, title, ylabel, ylim, legend=len(series) > 1)
+    _finish(ax, title, ylabel, ylim, legend=len(series) > 1, outside=len(series) > 3)
     return fig
 
 
@@ -67,15 +69,18 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], *, title: s
 def lines_and_cost(x: Sequence[float], series: Mapping[str, Sequence[float]],
                    cost: Mapping[str, Sequence[float]], *, title: str, xlabel: str, ylabel: str,
                    cost_label: str, logx: bool = False, ylim: tuple[float, float] | None = None,
-                   xs: Mapping[str, Sequence[float]] | None = None, dashed: Sequence[str] = ()) -> Figure:
+                   xs: Mapping[str, Sequence[float]] | None = None, dashed: Sequence[str] = (),
+                   cost_logy: bool = False) -> Figure:
     """`lines` above, and below it on the same x what each point costs (e.g. context words per
-    query); a cost series takes its x from `xs` too."""
+    query); a cost series takes its x from `xs` too. `cost_logy` puts the cost on a log scale."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(SIZE[0], SIZE[1] * 1.7), sharex=True,
                                       gridspec_kw={"height_ratios": [3, 2]})
     plt.close(fig)
     _draw_lines(top, x, series, xs, dashed, logx)
     _finish(top, title, ylabel, ylim, legend=len(series) > 1)
     _draw_lines(bottom, x, cost, xs, dashed, logx)
+    if cost_logy:
+        bottom.set_yscale("log")
     bottom.set_xlabel(xlabel)
     _finish(bottom, "", cost_label, None, legend=True)
     return fig
@@ -89,7 +94,9 @@ def _draw_lines(ax, x, series, xs, dashed, logx: bool) -> None:
         ax.set_xscale("symlog", linthresh=10)
 
 
-def _finish(ax, title: str, ylabel: str, ylim: tuple[float, float] | None, legend: bool) -> None:
+def _finish(ax, title: str, ylabel: str, ylim: tuple[float, float] | None, legend: bool,
+            outside: bool = False) -> None:
+    """Title, labels, grid; the legend beside the axes when it would cover many bars."""
     ax.set_title(title)
     ax.set_ylabel(ylabel)
     if ylim is not None:
@@ -97,5 +104,6 @@ def _finish(ax, title: str, ylabel: str, ylim: tuple[float, float] | None, legen
     ax.grid(axis="y", alpha=0.3)
     ax.spines[["top", "right"]].set_visible(False)
     if legend:
-        ax.legend(frameon=False, fontsize=9)
+        place = {"loc": "upper left", "bbox_to_anchor": (1.0, 1.0)} if outside else {}
+        ax.legend(frameon=False, fontsize=9, **place)
     ax.figure.tight_layout()
