@@ -2,8 +2,6 @@ import os
 
 import pytest
 
-from nbtools import executed_once, notebook_path
-
 # No progress bars in tests, nor in the kernels and processes they start: outputs stay the same.
 os.environ["LAB_PROGRESS"] = "0"
 
@@ -41,6 +39,8 @@ def offline(monkeypatch, tmp_path):
 def executed_solution(offline, tmp_path_factory):
     """executed_solution(lesson): the solution notebook as executed offline, with its outputs.
     Each solution runs once per test run, on whichever worker asks first; later callers read it."""
+    from nbtools import executed_once, notebook_path  # nbgrader's import is slow: only for tests that need it
+
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's, not the worker's
     return lambda lesson: executed_once(notebook_path("solutions", lesson), shared / "executed-solutions")
