@@ -29,7 +29,19 @@ def repository_url(root: Path = ROOT) -> str:
     return project["urls"]["Repository"].rstrip("/")
 
 
-def colab_cell(url: str) -> str:
+# Colab's runtime already has pandas, matplotlib, pydantic, tqdm and Jupyter; installing the course's
+# pins of those over a running kernel would break it. Only what Colab lacks is installed, pinned.
+COLAB_LACKS = ("anthropic", "httpx2", "rank-bm25", "phonenumbers")
+
+
+def colab_pins(root: Path = ROOT) -> list[str]:
+    """pyproject.toml's exact pins of the packages Colab lacks."""
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pins = {pin.split("==")[0]: pin for pin in project["dependencies"]}
+    return [pins[name] for name in COLAB_LACKS]
+
+
+def colab_cell(url: str, pins: list[str]) -> str:
     """The source of every lesson's first code cell."""
     return (
         "# On Colab, install the course first (a minute); anywhere else this cell does nothing.\n"
@@ -38,7 +50,9 @@ def colab_cell(url: str) -> str:
         'if "google.colab" in sys.modules:\n'
         "    import subprocess\n"
         "\n"
-        f'    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "git+{url}"], check=True)\n'
+        f'    pip = [sys.executable, "-m", "pip", "install", "--quiet"]\n'
+        f'    subprocess.run([*pip, "--no-deps", "git+{url}"], check=True)\n'
+        f"    subprocess.run([*pip, {', '.join(repr(p) for p in pins)}], check=True)\n"
     )
 
 
@@ -89,7 +103,7 @@ def write_readme_block(readme: Path, text: str) -> bool:
 
 def main() -> None:
     url = repository_url()
-    cell = colab_cell(url)
+    cell = colab_cell(url, colab_pins())
     for lesson in lessons():
         path = ROOT / "solutions" / lesson / f"{lesson}.ipynb"
         print(f"{'stamped' if stamp(path, cell) else 'up to date'}: {path.relative_to(ROOT)}")

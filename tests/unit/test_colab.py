@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import colab_cells  # noqa: E402
 
 URL = colab_cells.repository_url()
-CELL = colab_cells.colab_cell(URL)
+CELL = colab_cells.colab_cell(URL, colab_cells.colab_pins())
 
 
 def run_first_cell(monkeypatch, on_colab: bool) -> list:
@@ -31,7 +31,10 @@ def run_first_cell(monkeypatch, on_colab: bool) -> list:
 
 def test_on_colab_the_cell_installs_the_course_from_its_repository(monkeypatch):
     commands = run_first_cell(monkeypatch, on_colab=True)
-    assert commands == [([sys.executable, "-m", "pip", "install", "--quiet", f"git+{URL}"], {"check": True})]
+    pip = [sys.executable, "-m", "pip", "install", "--quiet"]
+    assert commands == [([*pip, "--no-deps", f"git+{URL}"], {"check": True}),
+                        ([*pip, *colab_cells.colab_pins()], {"check": True})]
+    assert all("==" in pin for pin in commands[1][0][len(pip):]), "what Colab lacks is installed pinned"
 
 
 def test_elsewhere_the_cell_does_nothing(monkeypatch):
