@@ -41,6 +41,7 @@ STOPPED = {
     "Read-only file system": "a write outside the submission's folder was refused",
     "Network is unreachable": "a network connection was refused (no network in the sandbox)",
     "Connection refused": "a network connection was refused (no network in the sandbox)",
+    "No space left on device": "a write failed on a full disk (the private /tmp holds c.Sandbox.tmp_mb)",
 }
 
 
