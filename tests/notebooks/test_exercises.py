@@ -4,8 +4,10 @@ Per lesson, from tests/fixtures/:
 - different/<lesson>.py: correct answers written unlike the reference; the released lesson filled
   with them passes nbgrader's Validator, the code behind the student's Validate button;
 - rule_breaks/<lesson>.py: sections headed `# %% <grade_id> says "<substring>": <rule>`, each an
-  answer with that one rule broken. Filled alone into the released lesson (every other answer from
-  the solution), it must fail a visible test cell of its exercise whose error says <substring>.
+  answer with that one rule broken: a patch of the solution's answer (see `patched`) or, where the
+  broken answer is written unlike the solution, the whole answer. Filled alone into the released
+  lesson (every other answer from the solution), it must fail a visible test cell of its exercise
+  whose error says <substring>.
 
 A lesson runs once in one kernel; each broken answer is run there in place of the reference, with
 the cells after it up to the exercise's last test, and the reference is run again after it.
@@ -41,14 +43,41 @@ def lesson_copy(lesson: str, answers: dict[str, str], folder: Path) -> tuple[nbf
     return nb, path
 
 
-def rule_breaks(lesson: str) -> dict[str, list[tuple[str, str, str]]]:
-    """(substring, rule, answer) per grade_id; a header that does not say what fails is an error."""
+def patched(answer: str, patch: str, section: str) -> str:
+    """`answer` with each run of `- ` lines in `patch` replaced by the `+ ` lines after it (none: the
+    run is deleted); a bare `-` or `+` is an empty line. Each run must occur exactly once."""
+    lines = answer.rstrip("\n").split("\n")
+    blocks: list[tuple[list[str], list[str]]] = []
+    for line in patch.rstrip("\n").split("\n"):
+        sign, text = line[:1], line[2:]
+        if sign not in ("-", "+") or line[1:2] not in ("", " ") or (sign == "+" and not blocks):
+            raise ValueError(f"{section}: a patch line starts with '- ' (a line of the solution's answer) "
+                             f"or '+ ' (its replacement, after the '- ' lines), not {line!r}")
+        if sign == "-" and (not blocks or blocks[-1][1]):
+            blocks.append(([], []))
+        blocks[-1][0 if sign == "-" else 1].append(text)
+    for old, new in blocks:
+        at = [i for i in range(len(lines) - len(old) + 1) if lines[i:i + len(old)] == old]
+        if len(at) != 1:
+            raise ValueError(f"{section}: the lines to replace, from {old[0]!r}, occur {len(at)} times in the "
+                             f"solution's answer, not once: the solution changed, so update the patch")
+        lines[at[0]:at[0] + len(old)] = new
+    return "\n".join(lines) + "\n"
+
+
+def rule_breaks(lesson: str, reference: dict[str, str]) -> dict[str, list[tuple[str, str, str]]]:
+    """(substring, rule, answer) per grade_id; a header that does not say what fails is an error.
+    A section whose first line starts with `-` is a patch of the reference answer, else the answer."""
     found: dict[str, list[tuple[str, str, str]]] = {}
     for grade_id, header, body in fixture_sections("rule_breaks", lesson):
         match = RULE_BREAK.fullmatch(header)
         if match is None:
             raise ValueError(f'rule_breaks/{lesson}.py: the header of {grade_id} must read '
                              f'`# %% {grade_id} says "<substring>": <rule>`, not {header!r}')
+        if body.startswith("-"):
+            if grade_id not in reference:
+                raise ValueError(f"rule_breaks/{lesson}.py patches {grade_id}, which is no answer cell of the solution")
+            body = patched(reference[grade_id], body, f"rule_breaks/{lesson}.py, {grade_id} {match['rule']!r}")
         found.setdefault(grade_id, []).append((match["substring"], match["rule"], body))
     return found
 
@@ -77,7 +106,7 @@ def test_answers_written_differently_pass_validate(lesson, offline):
 @pytest.mark.parametrize("lesson", fixture_lessons("rule_breaks"))
 def test_each_broken_rule_fails_a_visible_test_that_names_it(lesson, offline):
     reference = reference_answers(lesson)
-    breaks = rule_breaks(lesson)
+    breaks = rule_breaks(lesson, reference)
     nb, _ = lesson_copy(lesson, reference, offline / "lesson")
     graded = [e.grade_id for e in exercises(nb)]
     assert set(graded) <= set(breaks), f"rule_breaks/{lesson}.py breaks no rule of {sorted(set(graded) - set(breaks))}"
@@ -105,7 +134,8 @@ def test_each_broken_rule_fails_a_visible_test_that_names_it(lesson, offline):
 @pytest.mark.parametrize("lesson", fixture_lessons("rule_breaks")[:1])
 def test_validate_names_a_broken_rule(lesson, offline):
     """The kernel shortcut above agrees with nbgrader's Validator on one broken answer."""
-    grade_id, (substring, rule, answer) = next((g, b[0]) for g, b in rule_breaks(lesson).items())
-    _, path = lesson_copy(lesson, {**reference_answers(lesson), grade_id: answer}, offline / "lesson")
+    reference = reference_answers(lesson)
+    grade_id, (substring, rule, answer) = next((g, b[0]) for g, b in rule_breaks(lesson, reference).items())
+    _, path = lesson_copy(lesson, {**reference, grade_id: answer}, offline / "lesson")
     failed = validate(path).get("failed", [])
     assert any(substring in f["raw_error"] for f in failed), f"Validate does not say {substring!r} for {rule!r}"
