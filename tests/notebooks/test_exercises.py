@@ -45,7 +45,8 @@ def lesson_copy(lesson: str, answers: dict[str, str], folder: Path) -> tuple[nbf
 
 def patched(answer: str, patch: str, section: str) -> str:
     """`answer` with each run of `- ` lines in `patch` replaced by the `+ ` lines after it (none: the
-    run is deleted); a bare `-` or `+` is an empty line. Each run must occur exactly once."""
+    run is deleted); a bare `-` or `+` is an empty line. Each run, applied in turn, must occur exactly
+    once in the answer as the runs before it left it."""
     lines = answer.rstrip("\n").split("\n")
     blocks: list[tuple[list[str], list[str]]] = []
     for line in patch.rstrip("\n").split("\n"):
