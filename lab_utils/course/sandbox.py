@@ -58,7 +58,9 @@ class Sandbox(Configurable):
         # The private /tmp must not hide the Python and the course package the kernel runs on.
         # (The folder, not the file: a venv's python is a link to the base one, and must stay in its venv.)
         python = os.path.join(os.path.realpath(os.path.dirname(kernel[0])), os.path.basename(kernel[0]))
-        kernel = [python, *kernel[1:]]
+        # -P: the submission's folder is not put first on the import path, so a handed-in
+        # ipykernel_launcher.py cannot replace the kernel before any check runs.
+        kernel = [python, "-P", *kernel[1:]]
         needed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, ROOT)}
         shown = [arg for path in sorted(needed) if path.startswith("/tmp/") for arg in ("--ro-bind", path, path)]
         hidden = []
