@@ -30,6 +30,20 @@ def _flags(root: Path, student: str, lesson: str, near_copies: dict[str, str]) -
     return found + ([near_copies[student]] if student in near_copies else [])
 
 
+def _in_short(flags: list[str]) -> list[str]:
+    """One line per kind of finding: cells that failed to run for one reason are counted, not listed."""
+    cells_by_reason: dict[str, list[str]] = {}
+    short = []
+    for flag in flags:
+        cell, said, why = flag.partition(" did not run as released: ")
+        if said:
+            cells_by_reason.setdefault(why, []).append(cell)
+        else:
+            short.append(flag)
+    return [f"{cells[0]}{f' and {len(cells) - 1} more test cells' if len(cells) > 1 else ''} "
+            f"did not run as released: {why}" for why, cells in cells_by_reason.items()] + short
+
+
 def grade_table(root: Path = ROOT) -> pd.DataFrame:
     """One row per student and lesson: the gradebook's points, or why there are none."""
     root = Path(root)
@@ -66,7 +80,8 @@ def grade_table(root: Path = ROOT) -> pd.DataFrame:
                 flags = _flags(root, student, lesson, copies[lesson])
                 if flags:
                     waiting = [f"{p.waiting:g} points wait for hand grading"] if p.waiting else []
-                    row["status"] = f"flagged: {'; '.join(flags + waiting)}"
+                    row["status"] = f"flagged: {'; '.join(_in_short(flags) + waiting)}"
+                    row["notes"] = "; ".join(filter(None, [row["notes"], *flags]))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

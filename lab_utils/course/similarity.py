@@ -128,10 +128,11 @@ def near_copies(root: Path, lesson: str, threshold: float = THRESHOLD) -> dict[s
         for exercise, source in _answers(path).items():
             if exercise in solution and not _blank(source, stubs.get(exercise)):
                 written.setdefault(student, {})[exercise] = (source, tokens(source))
-    reasons: dict[str, list[str]] = {}
+    # student -> the other party -> [(exercise, score)]: one reason per party keeps a row readable.
+    reasons: dict[str, dict[str, list[tuple[str, float]]]] = {}
 
     def flag(student: str, exercise: str, other: str, score: float) -> None:
-        reasons.setdefault(student, []).append(f"{exercise}: near-copy of {other} ({score:.2f})")
+        reasons.setdefault(student, {}).setdefault(other, []).append((exercise, score))
 
     for student, answers in written.items():
         for exercise, (source, mine) in answers.items():
@@ -150,4 +151,7 @@ def near_copies(root: Path, lesson: str, threshold: float = THRESHOLD) -> dict[s
             if score >= threshold:
                 flag(one, exercise, f"{two}'s answer", score)
                 flag(two, exercise, f"{one}'s answer", score)
-    return {student: "; ".join(found) for student, found in sorted(reasons.items())}
+    return {student: "; ".join(
+                f"near-copy of {other} in {', '.join(e for e, _ in found)} (up to {max(x for _, x in found):.2f})"
+                for other, found in parties.items())
+            for student, parties in sorted(reasons.items())}

@@ -116,9 +116,9 @@ def course(tmp_path):
 def test_copies_are_flagged_with_the_exercise_and_the_other_party(course):
     found = similarity.near_copies(course, LESSON)
     assert set(found) == {"ada", "cy", "fay"}, found
-    assert found["ada"].startswith(f"{EXERCISE}: near-copy of cy's answer (")
-    assert found["cy"].startswith(f"{EXERCISE}: near-copy of ada's answer (")
-    assert found["fay"].startswith(f"{EXERCISE}: near-copy of the reference solution (")
+    assert found["ada"].startswith(f"near-copy of cy's answer in {EXERCISE} (up to ")
+    assert found["cy"].startswith(f"near-copy of ada's answer in {EXERCISE} (up to ")
+    assert found["fay"].startswith(f"near-copy of the reference solution in {EXERCISE} (up to ")
 
 
 def test_independent_answers_and_blanks_are_not_similar(course):

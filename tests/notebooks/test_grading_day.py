@@ -162,7 +162,10 @@ def test_changed_tests_are_flagged_and_run_as_released(day, change):
 
 
 def test_an_input_transformer_is_flagged(day):
-    assert row(day, "cheat").status.startswith("flagged: test-choose-min-score did not run as released")
+    cheat = row(day, "cheat")
+    assert cheat.status.startswith("flagged: test-choose-min-score")
+    assert "did not run as released" in cheat.status
+    assert "test-choose-min-score did not run as released" in cheat.notes, "every cell is named in the notes"
 
 
 def test_the_cheat_earns_nothing_for_the_tests_it_hid(day):
