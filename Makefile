@@ -25,9 +25,9 @@ lab: $(READY)  ## open the course in JupyterLab, as students see it
 lab-instructor: $(READY)  ## JupyterLab with nbgrader's instructor tools (Formgrader, Create Assignment)
 	$(BIN)/jupyter lab $(ROOT_FLAG)
 
-# Tests run in parallel (pytest-xdist): one worker per core; tests sharing a course or a server
-# stay on one worker (tests/conftest.py). `make test TEST_ARGS=` runs them in one process.
-TEST_ARGS ?= -n auto --dist loadgroup
+# Tests run in parallel (pytest-xdist): one worker per core, a test file to one worker, so a course or
+# a server that a file's tests share is built once. `make test TEST_ARGS=` runs them in one process.
+TEST_ARGS ?= -n auto --dist loadfile
 
 test: $(READY)  ## run every test
 	$(BIN)/python -m pytest $(TEST_ARGS)

@@ -5,25 +5,6 @@ import pytest
 # No progress bars in tests, nor in the kernels and processes they start: outputs stay the same.
 os.environ["LAB_PROGRESS"] = "0"
 
-BROADER_THAN_A_TEST = ["class", "module", "package", "session"]
-
-
-def pytest_configure(config):
-    # Known even when pytest-xdist is off (`-p no:xdist`), so the marks below raise no warning.
-    config.addinivalue_line("markers", "xdist_group(name): tests that run on one pytest-xdist worker")
-
-
-def pytest_collection_modifyitems(items):
-    """For the parallel run of `make test` (pytest-xdist, --dist loadgroup): tests that share one of
-    our fixtures broader than a test (a throwaway course, a JupyterLab server) go to one worker, so
-    it is built once and never used by two workers at once; the other tests spread one by one."""
-    for item in items:
-        shared = [defs[-1] for defs in item._fixtureinfo.name2fixturedefs.values()
-                  if defs[-1].baseid and defs[-1].scope in BROADER_THAN_A_TEST]
-        if shared:
-            widest = max(shared, key=lambda d: BROADER_THAN_A_TEST.index(d.scope))
-            item.add_marker(pytest.mark.xdist_group(f"{widest.baseid}::{widest.argname}"))
-
 
 @pytest.fixture
 def offline(monkeypatch, tmp_path):
