@@ -1,10 +1,13 @@
 """Text files: atomic writes (a reader sees the old file or the new one, never half of either),
-and reads that name the file and line when the bytes are not UTF-8 text."""
+reads that name the file and line when the bytes are not UTF-8 text, and the course's JSON data
+files (scenarios, attacks) found in files and folders, with errors that name the file."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -49,3 +52,28 @@ def utf8_encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def json_files(paths: str | Path | Iterable[str | Path], what: str, error: type[Exception]) -> list[Path]:
+    """The files given, and every *.json in the folders given (by name); `error` names a path
+    that holds no `what` files or does not exist."""
+    found: list[Path] = []
+    for path in map(Path, [paths] if isinstance(paths, (str, Path)) else paths):
+        if path.is_dir():
+            inside = sorted(path.glob("*.json"))
+            if not inside:
+                raise error(f"{path}: no {what} files (*.json) in this folder")
+            found += inside
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise error(f"{path}: no such file or folder")
+    return found
+
+
+def read_json(path: Path, what: str, error: type[Exception]):
+    """The JSON value in `path`; `error` naming the file when it cannot be read as a JSON `what`."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as cause:
+        raise error(f"{path}: cannot read a JSON {what}: {cause}") from None

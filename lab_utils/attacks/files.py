@@ -10,7 +10,6 @@ A malformed file is refused with an error that names the file and the field.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
@@ -18,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lab_utils.errors import describe
+from lab_utils.files import json_files, read_json
 from lab_utils.paths import DATA_DIR
 
 ATTACKS_DIR = DATA_DIR / "attacks"
@@ -63,34 +63,19 @@ class Attack(BaseModel):
 
 def load_attack(path: str | Path) -> Attack:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise AttackFileError(f"{path}: cannot read a JSON attack: {error}") from None
+    data = read_json(path, "attack", AttackFileError)
     try:
         return Attack.model_validate(data)
     except ValidationError as error:
         raise AttackFileError(f"{path}: {describe(error)}") from None
 
 
-def _files(path: Path) -> list[Path]:
-    if path.is_dir():
-        found = sorted(path.glob("*.json"))
-        if not found:
-            raise AttackFileError(f"{path}: no attack files (*.json) in this folder")
-        return found
-    if path.is_file():
-        return [path]
-    raise AttackFileError(f"{path}: no such file or folder")
-
-
 def load_attacks(paths: str | Path | Iterable[str | Path] = ATTACKS_DIR) -> list[Attack]:
     """Every attack in the files and folders given (each *.json inside, by name), all checked
     before any is returned; default: the lesson's attacks."""
-    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     attacks: list[Attack] = []
     seen: dict[str, Path] = {}
-    for file in (file for path in paths for file in _files(Path(path))):
+    for file in json_files(paths, "attack", AttackFileError):
         attack = load_attack(file)
         if attack.id in seen:
             raise AttackFileError(f"{file}: field id: {attack.id!r} is already used by {seen[attack.id]}")

@@ -6,7 +6,6 @@ A scenario is one story told to an empty memory (COURSE.md §5). A malformed fil
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from itertools import pairwise
 from pathlib import Path
@@ -16,6 +15,7 @@ from pydantic import BaseModel, Field, StringConstraints, ValidationError, model
 
 from ..paths import DATA_DIR
 from lab_utils.errors import field_path, message
+from lab_utils.files import json_files, read_json
 from .events import Event, QueryEvent
 from .records import STRICT
 
@@ -67,10 +67,7 @@ def _located(error: dict) -> str:
 
 def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise ScenarioError(f"{path}: cannot read a JSON scenario: {error}") from None
+    data = read_json(path, "scenario", ScenarioError)
     try:
         return Scenario.model_validate(data)
     except ValidationError as error:
@@ -78,23 +75,11 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(f"{path}: {problems}") from None
 
 
-def _files(path: Path) -> list[Path]:
-    if path.is_dir():
-        found = sorted(path.glob("*.json"))
-        if not found:
-            raise ScenarioError(f"{path}: no scenario files (*.json) in this folder")
-        return found
-    if path.is_file():
-        return [path]
-    raise ScenarioError(f"{path}: no such file or folder")
-
-
 def load_scenarios(paths: str | Path | Iterable[str | Path] = PUBLIC) -> list[Scenario]:
     """Scenarios from files and folders (each *.json inside, by name); default: the public set."""
-    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     scenarios: list[Scenario] = []
     seen: dict[str, Path] = {}
-    for file in (file for path in paths for file in _files(Path(path))):
+    for file in json_files(paths, "scenario", ScenarioError):
         scenario = load_scenario(file)
         if scenario.id in seen:
             raise ScenarioError(
