@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from lab_utils.paths import ROOT
-from labtools import ARTIFACTS, CHROMIUM, STUDENT_CONFIG, TIMINGS, Lab, free_port, stop, wait_until_ready
+from labtools import ARTIFACTS, CHROMIUM, NOTEBOOK, PROMPTS, STUDENT_CONFIG, TIMINGS, Lab, free_port, stop, wait_until_ready
 
 
 @pytest.fixture(scope="session")
@@ -85,6 +86,28 @@ def page(chromium, lab):
             yield page
         finally:
             browser.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed browser test leaves a screenshot and the text of any open dialog: a CI log alone
+    cannot say what was on the screen."""
+    report = yield
+    page = item.funcargs.get("page") if hasattr(item, "funcargs") else None
+    if report.when == "call" and report.failed and page is not None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        name = re.sub(r"[^\w.-]+", "_", item.name)
+        shot = ARTIFACTS / f"FAILED-{name}.png"
+        page.screenshot(path=shot)
+        dialogs = page.locator(".jp-Dialog").all_inner_texts()
+        prompts = page.locator(PROMPTS).all_text_contents()
+        unfinished = [(i, p) for i, p in enumerate(prompts) if not re.fullmatch(r"\[\d+\]:", p)]
+        indicator = page.locator(f"{NOTEBOOK} .jp-Notebook-ExecutionIndicator")
+        kernel = indicator.get_attribute("data-status") if indicator.count() else "no notebook open"
+        report.sections.append(("browser", f"screenshot: {shot}\nopen dialogs: {dialogs or 'none'}\n"
+                                           f"kernel: {kernel}; of {len(prompts)} code cells "
+                                           f"{len(unfinished)} not run, first {unfinished[:5]}"))
+    return report
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -17,6 +17,8 @@ from lab_utils.paths import ROOT
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's; Playwright's own browser download does not work here
 STUDENT_CONFIG = ROOT / "jupyter_config"  # what `make lab` uses and postBuild installs on Binder
 ARTIFACTS = ROOT / "artifacts" / "browser"  # git-ignored: a screenshot per lesson, timings.json
+NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook in front
+PROMPTS = f"{NOTEBOOK} .jp-CodeCell .jp-InputArea-prompt"  # "[3]:" ran, "[*]:" queued, "[ ]:" not run
 TIMINGS: dict[str, float] = {}  # wall times in seconds, shown after the run and saved for benchmarks
 
 

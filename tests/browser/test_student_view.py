@@ -8,6 +8,7 @@ are not.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import urllib.error
@@ -16,11 +17,9 @@ import urllib.request
 import nbformat
 import pytest
 
-from labtools import ARTIFACTS, TIMINGS
+from labtools import ARTIFACTS, NOTEBOOK, PROMPTS, TIMINGS
 from nbtools import LESSONS, errors, notebook_path, stray_errors
 
-NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"
-PROMPTS = f"{NOTEBOOK} .jp-CodeCell .jp-InputArea-prompt"  # "[3]:" ran, "[*]:" queued, "[ ]:" not run
 
 # What each cell shows, in notebook order, counted as `held` counts the notebook's outputs.
 SHOWN = f"""() => [...document.querySelectorAll('{NOTEBOOK} .jp-Notebook .jp-Cell')].map(cell => {{
@@ -85,8 +84,20 @@ def run_all(page) -> None:
         if "[ ]:" not in prompts:
             return
         start = prompts.index("[ ]:")
-        page.locator(PROMPTS).nth(start).click()
+        select_code_cell(page, start)
         menu(page, "Run", "Run Selected Cell and All Below")
+
+
+def select_code_cell(page, index: int) -> None:
+    """Click the cell's prompt until JupyterLab has made that cell the active one: cells out of view
+    are laid out lazily (content-visibility), so the page can shift between scroll and click."""
+    cell = page.locator(f"{NOTEBOOK} .jp-CodeCell").nth(index)
+    for _ in range(5):
+        cell.locator(".jp-InputArea-prompt").click()
+        if "jp-mod-active" in cell.get_attribute("class").split():
+            return
+        page.wait_for_timeout(200)
+    raise AssertionError(f"code cell {index} could not be selected")
 
 
 def saved(page, lab, lesson: str) -> nbformat.NotebookNode:
@@ -126,8 +137,21 @@ def test_students_can_validate_but_see_no_instructor_tools(page, lab):
     close_lesson(page)
 
 
+@pytest.fixture
+def fresh_lab(page, lab):
+    """Whatever a test leaves behind (an open dialog, a notebook, a kernel) is cleared after it, so
+    one failure does not become the next lesson's failure."""
+    yield
+    if page.locator(".jp-NotebookPanel, .jp-Dialog").count():
+        for kernel in json.load(urllib.request.urlopen(lab.url("api/kernels"))):
+            urllib.request.urlopen(urllib.request.Request(lab.url(f"api/kernels/{kernel['id']}"),
+                                                          method="DELETE"))
+        page.goto(f"{lab.base}/lab/tree/lessons?reset&token={lab.token}")  # ?reset: no restored tabs
+        page.locator(".jp-DirListing-item").first.wait_for()
+
+
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_lesson_runs_in_the_browser(lesson, page, lab):
+def test_lesson_runs_in_the_browser(lesson, page, lab, fresh_lab):
     open_lesson(page, lesson)
     start = time.perf_counter()
     run_all(page)
