@@ -147,12 +147,17 @@ def autograde_times(folder: Path) -> dict[str, float]:
     return {o.lesson: o.seconds for o in autograde_all(root)}
 
 
-def parallel_class(folder: Path, students: int = CLASS_SIZE) -> tuple[float, float]:
-    """Wall-clock seconds to autograde a class (the first lesson) with JOBS=1, then JOBS=2."""
+def parallel_class(folder: Path, students: int = CLASS_SIZE, rounds: int = 3) -> dict[int, list[float]]:
+    """Wall-clock seconds to autograde a class (the first lesson) with JOBS=1 and JOBS=2, alternating,
+    `rounds` times each: a shared virtual machine's speed drifts by a fifth from one minute to the next."""
     lesson = lesson_names()[0]
     root = course_copy(folder / "class", [lesson])
     hand_in(root, lesson, [f"student-{i:03d}" for i in range(students)])
-    return tuple(timed(lambda jobs=jobs: list(autograde_all(root, jobs=jobs))) for jobs in (1, 2))
+    times: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(rounds):
+        for jobs in times:
+            times[jobs].append(timed(lambda jobs=jobs: list(autograde_all(root, jobs=jobs))))
+    return times
 
 
 def redaction_rows() -> list[tuple[str, str]]:
@@ -199,9 +204,11 @@ def main() -> None:
         times = autograde_times(folder)
         rows.append((f"autograde one submission, sandboxed, lessons {min(times)[:2]}-{max(times)[:2]}",
                      " / ".join(f"{seconds:.1f}" for seconds in times.values()) + " s"))
-        one, two = parallel_class(folder)
-        rows.append((f"autograde a class of {CLASS_SIZE} ({lesson_names()[0]}): JOBS=1 / JOBS=2",
-                     f"{one:.0f} s / {two:.0f} s = {one / two:.2f}x faster"))
+        times = parallel_class(folder)
+        one, two = min(times[1]), min(times[2])  # the best of each, as timeit does: noise only adds
+        rows.append((f"autograde a class of {CLASS_SIZE} ({lesson_names()[0]}): JOBS=1 / JOBS=2, best of "
+                     f"{len(times[1])}", f"{one:.0f} s / {two:.0f} s = {one / two:.2f}x faster (all runs: "
+                     + "; ".join(f"JOBS={j} " + ", ".join(f"{t:.0f}" for t in ts) for j, ts in times.items()) + " s)"))
     mutants = [o for outcomes in grading_strength.measure(grading_strength.LESSONS).values() for o in outcomes]
     rows.append(("mutants of the solutions' answers (make grading-strength)",
                  grading_strength.describe(*grading_strength.shares(mutants))))

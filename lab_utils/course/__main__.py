@@ -35,7 +35,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     grade = commands.add_parser("autograde", parents=[common], help="grade every submission")
     grade.add_argument("--lesson", help="this lesson only (default: every lesson)")
     grade.add_argument("--student", action="append", help="this student only (repeat for several)")
-    grade.add_argument("--jobs", type=int, default=1, help="worker processes (default: %(default)s)")
+    grade.add_argument("--jobs", type=int, default=1,
+                       help="processes grading at once: this one and N-1 workers (default: %(default)s)")
     grade.add_argument("--unsafe", action="store_true",
                        help="grade without the sandbox, with your own rights (only where bubblewrap cannot run)")
     notes = commands.add_parser("feedback", parents=[common], help="HTML feedback per submission")

@@ -10,12 +10,15 @@ from __future__ import annotations
 import datetime
 import json
 import multiprocessing
+import queue
 import re
 import shutil
 import time
 import warnings
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -156,8 +159,8 @@ def _grade_job(job: tuple[Path, str, str, bool]) -> Outcome:
 
 def autograde_all(root: Path = ROOT, only: str | None = None, jobs: int = 1, unsafe: bool = False,
                   students: list[str] | None = None) -> Iterator[Outcome]:
-    """Grade every submitted/<student>/<lesson>/ (of one lesson, of some students) in `jobs` processes;
-    a broken one is reported, never fatal."""
+    """Grade every submitted/<student>/<lesson>/ (of one lesson, of some students) in `jobs` processes,
+    yielding each outcome as it finishes; a broken one is reported, never fatal."""
     root = Path(root)
     todo = [(s, lesson) for s, lesson in submissions(root, only=only) if not students or s in students]
     with gradebook(root) as gb:
@@ -165,19 +168,42 @@ def autograde_all(root: Path = ROOT, only: str | None = None, jobs: int = 1, uns
         for student in sorted({student for student, _ in todo}):
             gb.update_or_create_student(student)
     work = [(root, student, lesson, unsafe) for student, lesson in todo]
-    if jobs <= 1:
-        results = map(_grade_job, work)
-    else:
-        # Fresh interpreters: nbgrader and SQLAlchemy state must not be shared through fork.
-        pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
-        results = pool.map(_grade_job, work)
+    outcomes = map(_grade_job, work) if jobs <= 1 else in_parallel(work, jobs)
+    for outcome in outcomes:
+        record(root, outcome)
+        yield outcome
+
+
+def in_parallel(work: list[tuple[Path, str, str, bool]], jobs: int) -> Iterator[Outcome]:
+    """Outcomes as they finish, from this process and `jobs - 1` workers drawing from one queue.
+
+    This process grades from the start, while the workers are still importing nbgrader (seconds);
+    a worker is handed the next submission the moment it finishes one.
+    """
+    todo, finished = deque(work), queue.SimpleQueue()
+    # Fresh interpreters: nbgrader and SQLAlchemy state must not be shared through fork.
+    pool = ProcessPoolExecutor(jobs - 1, mp_context=multiprocessing.get_context("spawn"))
+
+    def hand_out(previous: Future | None = None) -> None:
+        """Give a worker the next submission; runs again, in the pool's thread, as each one finishes."""
+        if previous is not None:
+            finished.put(previous)
+            if previous.cancelled():
+                return
+        with suppress(IndexError, RuntimeError):  # nothing left to hand out; the pool is shutting down
+            pool.submit(_grade_job, todo.popleft()).add_done_callback(hand_out)
+
     try:
-        for outcome in results:
-            record(root, outcome)
-            yield outcome
+        for _ in range(jobs - 1):
+            hand_out()
+        for _ in work:
+            job = None
+            if finished.empty():
+                with suppress(IndexError):
+                    job = todo.popleft()
+            yield _grade_job(job) if job else finished.get().result()
     finally:
-        if jobs > 1:
-            pool.shutdown(cancel_futures=True)
+        pool.shutdown(cancel_futures=True)
 
 
 def missing_release(root: Path) -> list[str]:
