@@ -15,8 +15,8 @@ import re
 import shutil
 import time
 import warnings
-from collections.abc import Iterator
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
