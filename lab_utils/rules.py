@@ -150,7 +150,8 @@ def _is_phone(text: str, match: re.Match) -> bool:
 def _pii_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, placeholder) of every email and phone in `text` (already NFC), in order."""
     spans = [(m.start(), m.end(), "[EMAIL]") for m in _EMAIL.finditer(text)]
-    without_emails = _EMAIL.sub(lambda m: " " * len(m.group()), text)  # same offsets, no digits
+    # Same offsets, no digits, and no separator: the numbers on either side of an email stay apart.
+    without_emails = _EMAIL.sub(lambda m: "\0" * len(m.group()), text)
     spans += [(m.start(), m.end(), "[PHONE]") for m in _CANDIDATE.finditer(without_emails)
               if _is_phone(without_emails, m)]
     return sorted(spans)

@@ -85,6 +85,11 @@ def test_redact_emails():
         "write to [EMAIL] or [EMAIL]"
 
 
+def test_an_email_between_two_phones_keeps_them_apart():
+    # Found by the remember property: the blanked email once joined both numbers into one candidate.
+    assert redact("+380 44 123 45 67 x@y.com (044) 123-45-67") == "[PHONE] [EMAIL] [PHONE]"
+
+
 def test_find_pii_returns_what_redact_replaces():
     text = "jane.doe2024@acme.com asked for a callback at +380 67 123 4567 (order 5512, 2026-01-05)"
     assert find_pii(text) == ["jane.doe2024@acme.com", "+380 67 123 4567"]
