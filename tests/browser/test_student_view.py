@@ -137,7 +137,7 @@ def test_students_can_validate_but_see_no_instructor_tools(page, lab):
     close_lesson(page)
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def fresh_lab(page, lab):
     """Whatever a test leaves behind (an open dialog, a notebook, a kernel) is cleared after it, so
     one failure does not become the next lesson's failure."""
@@ -151,7 +151,7 @@ def fresh_lab(page, lab):
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_lesson_runs_in_the_browser(lesson, page, lab, fresh_lab):
+def test_lesson_runs_in_the_browser(lesson, page, lab):
     open_lesson(page, lesson)
     start = time.perf_counter()
     run_all(page)
