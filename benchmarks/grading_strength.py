@@ -13,8 +13,9 @@ Goals (issue 10): at least 85% of the mutants lose points, and at least 60% of t
 visible test. A mutant that behaves exactly like the solution (an equivalent mutant) cannot lose
 points; it counts as a survivor all the same. `--survivors` lists every survivor.
 
-Each lesson runs in one kernel: the notebook once, and each mutant in place of the answer, with
-the cells after it up to the exercise's last test; the solution is run again after every mutant.
+Each lesson runs in one kernel (tests/nbtools.py's run_trials): the notebook once, and each mutant
+in place of the answer, with the cells after it up to the exercise's last test, once with the hidden
+tests and once with the released ones; the solution is run again after every try.
 
     python benchmarks/grading_strength.py [--lesson NN_slug ...] [--survivors]
 """
@@ -25,7 +26,6 @@ import argparse
 import ast
 import copy
 import os
-import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -33,12 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from nbgrader.preprocessors import ClearHiddenTests
 
 from lab_utils.paths import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
-from nbtools import LESSONS, Exercise, Kernel, exercises, nbgrader_meta, notebook_path  # noqa: E402
+from nbtools import LESSONS, Trial, exercises, notebook_path, run_trials  # noqa: E402
 
 LOSE_GOAL, VISIBLE_GOAL = 0.85, 0.60
 MUTANT_TIMEOUT = 30  # seconds per cell: a mutant can loop forever
@@ -142,38 +141,17 @@ class Outcome:
     fails_visible: bool
 
 
-def visible_tests(solution) -> dict[int, str]:
-    """Test cell index -> that cell as released to students: nbgrader's own hidden-test removal."""
-    clear = ClearHiddenTests()
-    return {i: clear.preprocess_cell(copy.deepcopy(c), {}, i)[0].source for i, c in enumerate(solution.cells)
-            if nbgrader_meta(c).get("grade") and c.cell_type == "code"}
-
-
-def solution_passes(kernel: Kernel, exercise: Exercise, lesson: str, when: str) -> None:
-    """Run the solution's answer and its tests; a failure here would make every figure a lie."""
-    failed = kernel.run_exercise(exercise, kernel.nb.cells[exercise.answer].source)
-    if failed:
-        raise RuntimeError(f"{lesson} {exercise.grade_id}: the solution fails its own tests{when}:\n{failed[0][-800:]}")
-
-
 def grade_mutants(lesson: str, folder: Path) -> list[Outcome]:
-    source = notebook_path("solutions", lesson)
-    shutil.copytree(source.parent, folder)
-    solution = nbformat.read(source, as_version=4)
-    visible = visible_tests(solution)
+    solution = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    planted = [(e.grade_id, label, mutant) for e in exercises(solution)
+               for label, mutant in mutants(solution.cells[e.answer].source)]
+    tried = [Trial(grade_id, mutant, f"the mutant {label!r}", released) for grade_id, label, mutant in planted
+             for released in (False, True)]
+    failed = run_trials(lesson, folder, tried, timeout=MUTANT_TIMEOUT)
     outcomes = []
-    with Kernel(solution, folder, timeout=MUTANT_TIMEOUT) as kernel:
-        done = 0
-        for exercise in exercises(solution):
-            kernel.run_until(exercise.answer, done)
-            reference = solution.cells[exercise.answer].source
-            solution_passes(kernel, exercise, lesson, "")
-            for label, mutant in mutants(reference):
-                loses = bool(kernel.run_exercise(exercise, mutant))
-                fails_visible = loses and bool(kernel.run_exercise(exercise, mutant, visible))
-                outcomes.append(Outcome(lesson, exercise.grade_id, label, loses, fails_visible))
-                solution_passes(kernel, exercise, lesson, f" after the mutant {label!r} (its state leaked)")
-            done = exercise.end + 1
+    for grade_id, label, mutant in planted:
+        hidden, visible = (failed[Trial(grade_id, mutant, f"the mutant {label!r}", released)] for released in (False, True))
+        outcomes.append(Outcome(lesson, grade_id, label, bool(hidden), bool(hidden) and bool(visible)))
     return outcomes
 
 

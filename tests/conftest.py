@@ -6,14 +6,26 @@ import pytest
 os.environ["LAB_PROGRESS"] = "0"
 
 
+def go_offline(monkeypatch: pytest.MonkeyPatch, folder):
+    """Offline, keyless, and writing only to a work folder inside `folder`."""
+    for name in ("ANTHROPIC_API_KEY", "LAB_LIVE", "LAB_RECORD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LAB_WORK_DIR", str(folder / "work"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    return folder
+
+
 @pytest.fixture
 def offline(monkeypatch, tmp_path):
     """Offline, keyless, and writing only to a temporary work folder."""
-    for name in ("ANTHROPIC_API_KEY", "LAB_LIVE", "LAB_RECORD"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("LAB_WORK_DIR", str(tmp_path / "work"))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    return tmp_path
+    return go_offline(monkeypatch, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def offline_module(tmp_path_factory):
+    """`offline` for what a module's tests share: one temporary folder for the module."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield go_offline(monkeypatch, tmp_path_factory.mktemp("offline"))
 
 
 @pytest.fixture

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import fcntl
 import re
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbgrader.preprocessors import ClearHiddenTests
 
 from lab_utils.course import lesson_names
 from lab_utils.paths import ROOT
 
 LESSONS = lesson_names(ROOT)
 FIXTURES = ROOT / "tests" / "fixtures"
+# Outputs are all in once the last cell ran: kill the kernel rather than wait (about a second)
+# for its interpreter to tear a lesson's imports down.
+SHUTDOWN = "immediate"
 
 
 def notebook_path(folder: str, lesson: str, root: Path = ROOT) -> Path:
@@ -27,7 +33,7 @@ def execute(source: Path, workdir: Path, allow_errors: bool = False) -> nbformat
     """Run a copy of a lesson folder in `workdir`; the repository is never written to."""
     shutil.copytree(source.parent, workdir, dirs_exist_ok=True)
     nb = nbformat.read(workdir / source.name, as_version=4)
-    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=allow_errors,
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=allow_errors, shutdown_kernel=SHUTDOWN,
                    resources={"metadata": {"path": str(workdir)}}).execute()
     return nb
 
@@ -159,7 +165,7 @@ class Kernel:
 
     def __init__(self, nb, workdir: Path, timeout: int = 120):
         self.nb = nb
-        self.client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+        self.client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True, shutdown_kernel=SHUTDOWN,
                                      interrupt_on_timeout=True,
                                      error_on_timeout={"ename": "CellTimeoutError", "evalue": "timed out",
                                                        "traceback": [f"the cell ran over {timeout} s"]},
@@ -186,10 +192,92 @@ class Kernel:
         for index in range(start, stop):
             self.run(index)
 
-    def run_exercise(self, exercise: Exercise, answer: str, tests: dict[int, str] | None = None) -> list[str]:
+    def run_exercise(self, exercise: Exercise, answer: str, tests: dict[int, str] | None = None) -> dict[int, str]:
         """Run `answer` in the exercise's answer cell, then the cells after it up to its last test
-        (a test cell's source replaced where `tests` says); the errors of the test cells that failed."""
+        (a test cell's source replaced where `tests` says); the errors of the test cells that failed,
+        by cell index."""
         tests = tests or {}
         self.run(exercise.answer, answer)
         ran = {i: self.run(i, tests.get(i)) for i in exercise.span[1:]}
-        return [text for text in map(error_text, (ran[i] for i in exercise.tests)) if text]
+        failed = {i: error_text(ran[i]) for i in exercise.tests}
+        return {i: text for i, text in failed.items() if text}
+
+
+def released_tests(solution) -> dict[int, str]:
+    """Test cell index -> that cell as released to students: nbgrader's own hidden-test removal."""
+    clear = ClearHiddenTests()
+    return {i: clear.preprocess_cell(copy.deepcopy(c), {}, i)[0].source for i, c in enumerate(solution.cells)
+            if is_test(c)}
+
+
+@dataclass(frozen=True)
+class Trial:
+    """An answer to one exercise, tried in place of the reference answer."""
+
+    grade_id: str
+    answer: str
+    label: str  # what the answer is, for messages
+    released: bool = False  # True: run the tests as students see them; False: hidden tests too, as at autograde
+
+
+def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int = 120) -> dict[Trial, dict[int, str]]:
+    """Each trial's failed test cells (index -> error text), all tried in one kernel over the solution.
+
+    The solution notebook runs once from the top; at each exercise, each of its trials runs in place
+    of the reference answer with the cells after it up to the exercise's last test, and then the
+    reference runs again and must pass, so every trial starts where a student's answer would (the
+    other answers are the reference's). Writes only to `folder`, a copy of the lesson's folder.
+    """
+    source = notebook_path("solutions", lesson)
+    shutil.copytree(source.parent, folder)
+    solution = nbformat.read(source, as_version=4)
+    released = released_tests(solution)
+    todo: dict[str, list[Trial]] = {}
+    for trial in trials:
+        todo.setdefault(trial.grade_id, []).append(trial)
+    unknown = set(todo) - {e.grade_id for e in exercises(solution)}
+    if unknown:
+        raise KeyError(f"{lesson}: no exercise is called {sorted(unknown)}")
+
+    def reference_passes(kernel: Kernel, exercise: Exercise, when: str) -> None:
+        failed = kernel.run_exercise(exercise, solution.cells[exercise.answer].source)
+        if failed:
+            raise AssertionError(f"{lesson} {exercise.grade_id}: the reference answer fails its tests{when}:\n"
+                                 f"{next(iter(failed.values()))[-800:]}")
+
+    results: dict[Trial, dict[int, str]] = {}
+    with Kernel(solution, folder, timeout) as kernel:
+        done = 0
+        for exercise in exercises(solution):
+            kernel.run_until(exercise.answer, done)
+            reference_passes(kernel, exercise, "")
+            for trial in todo.get(exercise.grade_id, []):
+                results[trial] = kernel.run_exercise(exercise, trial.answer, released if trial.released else None)
+                reference_passes(kernel, exercise, f" after {trial.label} (its state leaked)")
+            done = exercise.end + 1
+    return results
+
+
+# The fixture students the grading tests grade: right answers written unlike the reference, one
+# stated rule broken per exercise, and answers that hard-code the visible tests' literals.
+STUDENTS = ("different", "one_rule_wrong", "hardcoded")
+
+
+def student_trials(lesson: str, students: Iterable[str] = STUDENTS) -> list[Trial]:
+    """Each fixture student's answer to each exercise (the released stub where the fixture gives
+    none), labelled with the student, to be tried with the hidden tests, as autograde runs them."""
+    released = nbformat.read(notebook_path("lessons", lesson), as_version=4)
+    stubs = {nbgrader_meta(c)["grade_id"]: c.source for c in released.cells if nbgrader_meta(c).get("solution")}
+    graded = [e.grade_id for e in exercises(released)]
+    return [Trial(grade_id, answers.get(grade_id, stubs[grade_id]), student)
+            for student in students for answers in [fixture_answers(student, lesson)] for grade_id in graded]
+
+
+def points_lost(lesson: str, results: dict[Trial, dict[int, str]]) -> dict[str, float]:
+    """Points of the failed test cells, added up by trial label (for student_trials: by student)."""
+    solution = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    lost: dict[str, float] = {}
+    for trial, failed in results.items():
+        lost[trial.label] = lost.get(trial.label, 0) + sum(nbgrader_meta(solution.cells[i]).get("points", 0)
+                                                           for i in failed)
+    return lost

@@ -1,16 +1,21 @@
-"""Validate tells the truth: it passes answers written differently, and names each broken rule.
+"""Validate tells the truth, and autograde ranks answers as a teacher would.
 
 Per lesson, from tests/fixtures/:
 - different/<lesson>.py: correct answers written unlike the reference; the released lesson filled
   with them passes nbgrader's Validator, the code behind the student's Validate button;
 - rule_breaks/<lesson>.py: sections headed `# %% <grade_id> says "<substring>": <rule>`, each an
   answer with that one rule broken: a patch of the solution's answer (see `patched`) or, where the
-  broken answer is written unlike the solution, the whole answer. Filled alone into the released
-  lesson (every other answer from the solution), it must fail a visible test cell of its exercise
-  whose error says <substring>.
+  broken answer is written unlike the solution, the whole answer. Filled alone into the lesson
+  (every other answer the reference), it must fail a visible test cell of its exercise whose
+  error says <substring>;
+- different, one_rule_wrong and hardcoded: the fixture students. With the hidden tests, as
+  autograde runs them, the first keeps every point, the second loses some but not all, and the
+  hard-coder loses more than the student with one rule wrong.
 
-A lesson runs once in one kernel; each broken answer is run there in place of the reference, with
-the cells after it up to the exercise's last test, and the reference is run again after it.
+A lesson's solution runs once in one kernel for all of it (nbtools.run_trials): each broken or
+fixture answer in place of the reference, with the tests after it, released or hidden; the
+reference runs again after each. test_validate_names_a_broken_rule checks this shortcut against
+nbgrader's Validator, and the grading-day test against nbgrader's autograde.
 """
 
 import re
@@ -21,8 +26,8 @@ import nbformat
 import pytest
 from nbgrader.validator import Validator
 
-from nbtools import (Exercise, Kernel, exercises, fixture_answers, fixture_lessons, fixture_sections, nbgrader_meta,
-                     notebook_path, solution_answer, with_answers)
+from nbtools import (STUDENTS, Trial, exercises, fixture_answers, fixture_lessons, fixture_sections, nbgrader_meta,
+                     notebook_path, points_lost, run_trials, solution_answer, student_trials, with_answers)
 
 RULE_BREAK = re.compile(r'says "(?P<substring>[^"]+)": (?P<rule>.+)')
 
@@ -83,11 +88,6 @@ def rule_breaks(lesson: str, reference: dict[str, str]) -> dict[str, list[tuple[
     return found
 
 
-def assert_reference_passes(kernel: Kernel, exercise: Exercise, answer: str, when: str) -> None:
-    failed = kernel.run_exercise(exercise, answer)
-    assert not failed, f"{exercise.grade_id}: the reference answer fails a visible test{when}:\n{failed[0][-600:]}"
-
-
 def validate(path) -> dict:
     """What nbgrader's Validate button reports: {} when every test cell passes."""
     return Validator().validate(str(path))
@@ -104,32 +104,54 @@ def test_answers_written_differently_pass_validate(lesson, offline):
     assert result == {}, f"Validate fails on correct answers written differently:\n{failed or result}"
 
 
+def break_trials(lesson: str) -> list[tuple[Trial, str]]:
+    """Each rule break as a trial with the released tests, and what a visible test must say."""
+    return [(Trial(grade_id, answer, f"{grade_id}, {rule!r}", released=True), substring)
+            for grade_id, found in rule_breaks(lesson, reference_answers(lesson)).items()
+            for substring, rule, answer in found]
+
+
+@pytest.fixture(scope="module")
+def tried(offline_module):
+    """tried(lesson): every rule break's and every fixture student's answer -> its failed test cells,
+    from one kernel per lesson, shared by this module's tests."""
+    done: dict[str, dict[Trial, dict[int, str]]] = {}
+
+    def trials(lesson: str) -> dict[Trial, dict[int, str]]:
+        if lesson not in done:
+            students = student_trials(lesson) if lesson in fixture_lessons(*STUDENTS) else []
+            breaks = [trial for trial, _ in break_trials(lesson)] if lesson in fixture_lessons("rule_breaks") else []
+            done[lesson] = run_trials(lesson, offline_module / lesson, breaks + students)
+        return done[lesson]
+    return trials
+
+
 @pytest.mark.parametrize("lesson", fixture_lessons("rule_breaks"))
-def test_each_broken_rule_fails_a_visible_test_that_names_it(lesson, offline):
-    reference = reference_answers(lesson)
-    breaks = rule_breaks(lesson, reference)
-    nb, _ = lesson_copy(lesson, reference, offline / "lesson")
-    graded = [e.grade_id for e in exercises(nb)]
+def test_each_broken_rule_fails_a_visible_test_that_names_it(lesson, tried):
+    breaks = rule_breaks(lesson, reference_answers(lesson))
+    graded = [e.grade_id for e in exercises(nbformat.read(notebook_path("lessons", lesson), as_version=4))]
     assert set(graded) <= set(breaks), f"rule_breaks/{lesson}.py breaks no rule of {sorted(set(graded) - set(breaks))}"
     assert set(breaks) <= set(graded), f"rule_breaks/{lesson}.py names no exercise {sorted(set(breaks) - set(graded))}"
 
     problems = []
-    with Kernel(nb, offline / "lesson") as kernel:
-        done = 0
-        for exercise in exercises(nb):
-            kernel.run_until(exercise.answer, done)
-            assert_reference_passes(kernel, exercise, reference[exercise.grade_id], "")
-            for substring, rule, answer in breaks[exercise.grade_id]:
-                errors = kernel.run_exercise(exercise, answer)
-                if not errors:
-                    problems.append(f"{exercise.grade_id}, {rule!r}: every visible test passes")
-                elif not any(substring in text for text in errors):
-                    problems.append(f"{exercise.grade_id}, {rule!r}: no visible test says {substring!r}; "
-                                    f"they say:\n{errors[0][-600:]}")
-                # Back to the reference, so the next broken answer starts where a student would.
-                assert_reference_passes(kernel, exercise, reference[exercise.grade_id], f" after {rule!r}")
-            done = exercise.end + 1
+    for trial, substring in break_trials(lesson):
+        failed = tried(lesson)[trial]
+        if not failed:
+            problems.append(f"{trial.label}: every visible test passes")
+        elif not any(substring in text for text in failed.values()):
+            problems.append(f"{trial.label}: no visible test says {substring!r}; they say:\n"
+                            f"{next(iter(failed.values()))[-600:]}")
     assert not problems, f"Validate passes or stays silent on broken rules of {lesson}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("lesson", fixture_lessons(*STUDENTS))
+def test_fixture_students_rank_as_a_teacher_would(lesson, tried):
+    lost = points_lost(lesson, {t: failed for t, failed in tried(lesson).items() if t.label in STUDENTS})
+    solution = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    total = sum(nbgrader_meta(solution.cells[i]).get("points", 0) for e in exercises(solution) for i in e.tests)
+    assert lost["different"] == 0, f"{lesson}: a right answer written differently loses {lost['different']:g} points"
+    assert 0 < lost["one_rule_wrong"] < total, f"{lesson}: one rule wrong loses {lost['one_rule_wrong']:g} of {total:g}"
+    assert lost["hardcoded"] > lost["one_rule_wrong"], f"{lesson}: hard-coding beats an honest answer"
 
 
 @pytest.mark.parametrize("lesson", fixture_lessons("rule_breaks")[:1])

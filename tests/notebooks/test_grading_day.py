@@ -1,9 +1,11 @@
 """The instructor's grading day through the course CLI, for a whole class, in two worker processes.
 
-Every lesson gets a complete submission (the solution), a blank one (the release) and the
-fixtures' students: `different` (right, written unlike the reference), `one_rule_wrong` and
-`hardcoded` (the visible tests' literals). The first lesson also gets the cases an instructor
-meets: broken JSON, a renamed file, a folder named after no lesson, copied cells, a deleted, an
+Every lesson gets a complete submission (the solution) and a blank one (the release). The first
+lesson also gets the fixtures' students, `different` (right, written unlike the reference),
+`one_rule_wrong` and `hardcoded` (the visible tests' literals), whose points must be those that
+test_exercises works out for every lesson in one kernel; the first lesson with a written answer
+gets `different` too, whose answer waits for a hand grade. The first lesson also gets the cases an
+instructor meets: broken JSON, a renamed file, a folder named after no lesson, copied cells, a deleted, an
 edited and a renamed test, a deleted answer, a late submission under a "zero" late penalty set in
 nbgrader_config.py, an input-transformer cheat, a wrapper of the reference, and two students
 whose resubmission fails after an earlier success. grades.csv must say what a careful
@@ -19,11 +21,19 @@ import pytest
 
 from coursetools import course_cli, graded_cell, new_course, solution
 from lab_utils.course.config import gradebook
-from nbtools import LESSONS, fixture_answers, fixture_lessons, nbgrader_meta, notebook_path, submit, with_answers
+from nbtools import (LESSONS, STUDENTS, fixture_answers, nbgrader_meta, notebook_path, points_lost, run_trials,
+                     student_trials, submit, with_answers)
 
 FIRST = LESSONS[0]
 DUE = "2026-01-15 17:00:00 UTC"
-KINDS = ("different", "one_rule_wrong", "hardcoded")
+
+
+def has_written_answer(lesson: str) -> bool:
+    nb = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    return any(nbgrader_meta(c).get("solution") and nbgrader_meta(c).get("grade") for c in nb.cells)
+
+
+WRITTEN = next(lesson for lesson in LESSONS if has_written_answer(lesson))
 CHEAT = 'get_ipython().input_transformers_cleanup.append(lambda lines: ["pass\\n"])\n'
 WRAPPER = ('import importlib\n\n'
            'def memory_from_json(line, where):\n'
@@ -88,9 +98,9 @@ def day(tmp_path_factory):
         released = notebook_path("lessons", lesson, root)
         submit(root, "complete", lesson, solution(root, lesson))
         submit(root, "blank", lesson, nbformat.read(released, 4))
-        for kind in KINDS:
-            if lesson in fixture_lessons(kind):
-                submit(root, kind, lesson, with_answers(released, fixture_answers(kind, lesson)))
+    for student, lesson in [*((student, FIRST) for student in STUDENTS), ("different", WRITTEN)]:
+        answers = fixture_answers(student, lesson)
+        submit(root, student, lesson, with_answers(notebook_path("lessons", lesson, root), answers))
     first_lesson_cases(root)
     autograde = course_cli(root, "autograde", "--jobs", "2")
     resubmit_badly(root)
@@ -123,19 +133,18 @@ def test_complete_full_blank_zero_and_hand_grading_waits(day):
 
 
 def test_written_answers_wait_for_hand_grading(day):
-    statuses = {lesson: row(day, "different", lesson).status for lesson in LESSONS}
-    for lesson, status in statuses.items():
-        written = row(day, "different", lesson).max_score - row(day, "different", lesson).auto_max
-        assert status in ("graded", f"needs hand grading ({written:g} points)"), lesson
-    assert any(status.startswith("needs hand grading") for status in statuses.values())
+    first, written = row(day, "different"), row(day, "different", WRITTEN)
+    assert first.status == "graded", "a lesson with no written answer needs no hand"
+    assert written.status == f"needs hand grading ({written.max_score - written.auto_max:g} points)"
 
 
-@pytest.mark.parametrize("lesson", fixture_lessons(*KINDS))
-def test_fixture_students(day, lesson):
-    different, one_wrong, hardcoded = (row(day, kind, lesson) for kind in KINDS)
-    assert different.auto_score == different.auto_max, f"{lesson}: a right answer written differently loses points"
-    assert 0 < one_wrong.auto_score < one_wrong.auto_max, lesson
-    assert hardcoded.auto_score < one_wrong.auto_score, f"{lesson}: hard-coding beats an honest answer"
+def test_fixture_students_get_the_points_test_exercises_works_out(day, offline):
+    """nbgrader's autograde and nbtools.run_trials agree, so test_exercises may rank the fixture
+    students of every lesson in one kernel instead of grading each in a sandbox."""
+    lost = points_lost(FIRST, run_trials(FIRST, offline / FIRST, student_trials(FIRST)))
+    graded = {student: row(day, student).auto_max - row(day, student).auto_score for student in STUDENTS}
+    assert graded == lost
+    assert lost["different"] == 0 < lost["one_rule_wrong"] < lost["hardcoded"]
 
 
 def test_unreadable_submissions_are_named_and_the_rest_graded(day):
