@@ -35,6 +35,9 @@ def configure(c: Config, root: Path) -> Config:
     c.CourseDirectory.db_url = gradebook_url(root)
     # Per cell: generous, since a kernel start on a busy grading machine can take a while.
     c.Execute.timeout = 120
+    # Every output is in the notebook once the last cell ran; a graceful shutdown would only wait
+    # for the kernel's interpreter to tear itself down (about a second for a lesson's imports).
+    c.Execute.shutdown_kernel = "immediate"
     # A test cell a student deleted is put back from the release and run, so deleting
     # a test never earns its points.
     c.OverwriteCells.add_missing_cells = True
