@@ -26,8 +26,9 @@ lab-instructor: $(READY)  ## JupyterLab with nbgrader's instructor tools (Formgr
 	$(BIN)/jupyter lab $(ROOT_FLAG)
 
 # Tests run in parallel (pytest-xdist): one worker per core, a test file to one worker, so a course or
-# a server that a file's tests share is built once. `make test TEST_ARGS=` runs them in one process.
-TEST_ARGS ?= -n auto --dist loadfile
+# a server that a file's tests share is built once; files in the order conftest.py gives (slow ones
+# first), not xdist's largest-first. `make test TEST_ARGS=` runs them in one process.
+TEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
 
 test: $(READY)  ## run every test
 	$(BIN)/python -m pytest $(TEST_ARGS)

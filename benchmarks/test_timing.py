@@ -1,7 +1,7 @@
 """`make test-timing`: the suite as it ran before (one process) and as `make test` runs it now
 (pytest-xdist), timed back to back on this machine.
 
-    python benchmarks/test_timing.py --parallel "-n auto --dist loadfile" [tests/unit ...]
+    python benchmarks/test_timing.py --parallel "-n auto --dist loadfile --no-loadscope-reorder" [tests/unit ...]
 
 Paths after the options narrow both runs to part of the suite.
 """
@@ -29,7 +29,7 @@ def timed_run(args: list[str]) -> tuple[float, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--parallel", default="-n auto --dist loadfile", help="what `make test` adds")
+    parser.add_argument("--parallel", default="-n auto --dist loadfile --no-loadscope-reorder", help="what `make test` adds")
     parser.add_argument("tests", nargs="*", help="part of the suite (default: all of it)")
     args = parser.parse_args()
     runs = {"before: one process": ["-p", "no:xdist"], f"now: {args.parallel}": shlex.split(args.parallel)}

@@ -33,8 +33,8 @@ def execute(source: Path, workdir: Path, allow_errors: bool = False) -> nbformat
     """Run a copy of a lesson folder in `workdir`; the repository is never written to."""
     shutil.copytree(source.parent, workdir, dirs_exist_ok=True)
     nb = nbformat.read(workdir / source.name, as_version=4)
-    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=allow_errors, shutdown_kernel=SHUTDOWN,
-                   resources={"metadata": {"path": str(workdir)}}).execute()
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=allow_errors,
+                   shutdown_kernel=SHUTDOWN, resources={"metadata": {"path": str(workdir)}}).execute()
     return nb
 
 
@@ -165,8 +165,8 @@ class Kernel:
 
     def __init__(self, nb, workdir: Path, timeout: int = 120):
         self.nb = nb
-        self.client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True, shutdown_kernel=SHUTDOWN,
-                                     interrupt_on_timeout=True,
+        self.client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                                     shutdown_kernel=SHUTDOWN, interrupt_on_timeout=True,
                                      error_on_timeout={"ename": "CellTimeoutError", "evalue": "timed out",
                                                        "traceback": [f"the cell ran over {timeout} s"]},
                                      resources={"metadata": {"path": str(workdir)}})

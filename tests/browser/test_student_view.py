@@ -20,6 +20,8 @@ import pytest
 from labtools import ARTIFACTS, NOTEBOOK, PROMPTS, TIMINGS
 from nbtools import LESSONS, errors, notebook_path, stray_errors
 
+pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
+
 
 # What each cell shows, in notebook order, counted as `held` counts the notebook's outputs.
 SHOWN = f"""() => [...document.querySelectorAll('{NOTEBOOK} .jp-Notebook .jp-Cell')].map(cell => {{
@@ -79,7 +81,8 @@ def run_all(page) -> None:
     menu(page, "Run", "Run All Cells")
     start = 0
     while True:
-        page.wait_for_function(SETTLED, arg=start, timeout=120_000)
+        # Every 200 ms, not every animation frame: the check walks every prompt of the notebook.
+        page.wait_for_function(SETTLED, arg=start, timeout=120_000, polling=200)
         prompts = page.locator(PROMPTS).all_text_contents()
         if "[ ]:" not in prompts:
             return

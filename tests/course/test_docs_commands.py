@@ -16,6 +16,8 @@ import pytest
 from lab_utils.paths import ROOT
 from nbtools import LESSONS
 
+pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
+
 MARKED = re.compile(r"^<!-- docs-test -->\n```bash\n(.*?)^```", re.M | re.S)
 PAGES = ["README.md", "docs/instructors.md"]
 

@@ -19,6 +19,8 @@ from traitlets.config import Config
 from lab_utils.course import config, integrity
 from lab_utils.paths import ROOT
 
+pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
+
 LESSON = "01_naive_memory"
 RIGHT = "def double(x):\n    return 2 * x\n"
 WRONG = "def double(x):\n    return x\n"

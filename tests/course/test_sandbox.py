@@ -22,6 +22,8 @@ from coursetools import course_cli, new_course, solution, with_cell
 from lab_utils.paths import ROOT
 from nbtools import LESSONS, submit
 
+pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
+
 LESSON = LESSONS[0]
 TOKEN = uuid.uuid4().hex[:8]
 HOME_FILE = Path.home() / f"lab-sandbox-{TOKEN}.txt"

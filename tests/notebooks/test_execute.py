@@ -4,6 +4,8 @@ import pytest
 
 from nbtools import LESSONS, error_text, errors, execute, notebook_path, stray_errors
 
+pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
+
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_solution_runs_offline(lesson, executed_solution):

@@ -29,6 +29,8 @@ from nbgrader.validator import Validator
 from nbtools import (STUDENTS, Trial, exercises, fixture_answers, fixture_lessons, fixture_sections, nbgrader_meta,
                      notebook_path, points_lost, run_trials, solution_answer, student_trials, with_answers)
 
+pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
+
 RULE_BREAK = re.compile(r'says "(?P<substring>[^"]+)": (?P<rule>.+)')
 
 

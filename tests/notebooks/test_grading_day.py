@@ -24,6 +24,8 @@ from lab_utils.course.config import gradebook
 from nbtools import (LESSONS, STUDENTS, fixture_answers, nbgrader_meta, notebook_path, points_lost, run_trials,
                      student_trials, submit, with_answers)
 
+pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
+
 FIRST = LESSONS[0]
 DUE = "2026-01-15 17:00:00 UTC"
 
