@@ -143,15 +143,15 @@ class Outcome:
 
 def grade_mutants(lesson: str, folder: Path) -> list[Outcome]:
     solution = nbformat.read(notebook_path("solutions", lesson), as_version=4)
-    planted = [(e.grade_id, label, mutant) for e in exercises(solution)
-               for label, mutant in mutants(solution.cells[e.answer].source)]
-    tried = [Trial(grade_id, mutant, f"the mutant {label!r}", released) for grade_id, label, mutant in planted
-             for released in (False, True)]
-    failed = run_trials(lesson, folder, tried, timeout=MUTANT_TIMEOUT)
+    # Each mutant twice: with the hidden tests (does it lose points?) and the released ones (does Validate see it?).
+    planted = [(label, Trial(e.grade_id, mutant, f"the mutant {label!r}"),
+                Trial(e.grade_id, mutant, f"the mutant {label!r}", released=True))
+               for e in exercises(solution) for label, mutant in mutants(solution.cells[e.answer].source)]
+    failed = run_trials(lesson, folder, [trial for _, *both in planted for trial in both], timeout=MUTANT_TIMEOUT)
     outcomes = []
-    for grade_id, label, mutant in planted:
-        hidden, visible = (failed[Trial(grade_id, mutant, f"the mutant {label!r}", released)] for released in (False, True))
-        outcomes.append(Outcome(lesson, grade_id, label, bool(hidden), bool(hidden) and bool(visible)))
+    for label, hidden, released in planted:
+        loses = bool(failed[hidden])
+        outcomes.append(Outcome(lesson, hidden.grade_id, label, loses, loses and bool(failed[released])))
     return outcomes
 
 

@@ -1,5 +1,5 @@
-"""`make test-timing`: the suite as it ran before (one process) and as `make test` runs it now
-(pytest-xdist), timed back to back on this machine.
+"""`make test-timing`: the suite in one process and as `make test` runs it (pytest-xdist), timed
+back to back on this machine.
 
     python benchmarks/test_timing.py --parallel "-n auto --dist loadfile --no-loadscope-reorder" [tests/unit ...]
 
@@ -32,13 +32,13 @@ def main() -> None:
     parser.add_argument("--parallel", default="-n auto --dist loadfile --no-loadscope-reorder", help="what `make test` adds")
     parser.add_argument("tests", nargs="*", help="part of the suite (default: all of it)")
     args = parser.parse_args()
-    runs = {"before: one process": ["-p", "no:xdist"], f"now: {args.parallel}": shlex.split(args.parallel)}
+    runs = {"one process": ["-p", "no:xdist"], f"make test: {args.parallel}": shlex.split(args.parallel)}
     times = {}
     for name, extra in runs.items():
         times[name], summary = timed_run([*extra, *args.tests])
         print(f"{name:<36} {times[name]:7.1f} s   {summary}", flush=True)
-    before, now = times.values()
-    print(f"{'now / before':<36} {now / before:7.2f}   (goal: at most 0.50)")
+    one, parallel = times.values()
+    print(f"{'make test / one process':<36} {parallel / one:7.2f}   (goal: at most 0.50)")
 
 
 if __name__ == "__main__":
