@@ -147,7 +147,8 @@ def grade_mutants(lesson: str, folder: Path) -> list[Outcome]:
     planted = [(label, Trial(e.grade_id, mutant, f"the mutant {label!r}"),
                 Trial(e.grade_id, mutant, f"the mutant {label!r}", released=True))
                for e in exercises(solution) for label, mutant in mutants(solution.cells[e.answer].source)]
-    failed = run_trials(lesson, folder, [trial for _, *both in planted for trial in both], timeout=MUTANT_TIMEOUT)
+    trials = [trial for _, *both in planted for trial in both]
+    failed = run_trials(lesson, folder, trials, timeout=MUTANT_TIMEOUT).failed
     outcomes = []
     for label, hidden, released in planted:
         loses = bool(failed[hidden])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import fcntl
 import re
 import shutil
 from collections.abc import Iterable
@@ -20,6 +19,9 @@ from lab_utils.paths import ROOT
 
 LESSONS = lesson_names(ROOT)
 FIXTURES = ROOT / "tests" / "fixtures"
+# Debian's; Playwright's own browser download does not work here. Where it is installed, the browser
+# tests run every lesson in JupyterLab.
+CHROMIUM = Path("/usr/bin/chromium")
 # Outputs are all in once the last cell ran: kill the kernel rather than wait (about a second)
 # for its interpreter to tear a lesson's imports down.
 SHUTDOWN = "immediate"
@@ -36,18 +38,6 @@ def execute(source: Path, workdir: Path, allow_errors: bool = False) -> nbformat
     NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=allow_errors,
                    shutdown_kernel=SHUTDOWN, resources={"metadata": {"path": str(workdir)}}).execute()
     return nb
-
-
-def executed_once(source: Path, folder: Path) -> nbformat.NotebookNode:
-    """`source` executed (errors kept in its outputs) and saved in `folder`, or the copy saved there
-    before: a lock makes concurrent callers, in any process, wait for the first."""
-    folder.mkdir(parents=True, exist_ok=True)
-    saved = folder / source.name
-    with open(folder / f"{source.stem}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not saved.exists():
-            nbformat.write(execute(source, folder / source.stem, allow_errors=True), saved)
-    return nbformat.read(saved, as_version=4)
 
 
 def nbgrader_meta(cell) -> dict:
@@ -188,19 +178,21 @@ class Kernel:
             self.nb.cells[index] = original  # nbclient stores the cell it ran in the notebook
         return cell
 
-    def run_until(self, stop: int, start: int = 0) -> None:
-        for index in range(start, stop):
-            self.run(index)
+    def run_cells(self, start: int, stop: int) -> dict[int, dict]:
+        """Run cells start..stop-1 in order; each cell as it ran, by index."""
+        return {index: self.run(index) for index in range(start, stop)}
 
-    def run_exercise(self, exercise: Exercise, answer: str, tests: dict[int, str] | None = None) -> dict[int, str]:
+    def run_exercise(self, exercise: Exercise, answer: str, tests: dict[int, str] | None = None) -> dict[int, dict]:
         """Run `answer` in the exercise's answer cell, then the cells after it up to its last test
-        (a test cell's source replaced where `tests` says); the errors of the test cells that failed,
-        by cell index."""
+        (a test cell's source replaced where `tests` says); each cell as it ran, by index."""
         tests = tests or {}
-        self.run(exercise.answer, answer)
-        ran = {i: self.run(i, tests.get(i)) for i in exercise.span[1:]}
-        failed = {i: error_text(ran[i]) for i in exercise.tests}
-        return {i: text for i, text in failed.items() if text}
+        return {i: self.run(i, answer if i == exercise.answer else tests.get(i)) for i in exercise.span}
+
+
+def failed_tests(exercise: Exercise, ran: dict[int, dict]) -> dict[int, str]:
+    """The errors of the exercise's test cells that failed in `ran`, by cell index."""
+    failed = {i: error_text(ran[i]) for i in exercise.tests}
+    return {i: text for i, text in failed.items() if text}
 
 
 def released_tests(solution) -> dict[int, str]:
@@ -220,10 +212,18 @@ class Trial:
     released: bool = False  # True: run the tests as students see them; False: hidden tests too, as at autograde
 
 
-def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int = 120) -> dict[Trial, dict[int, str]]:
-    """Each trial's failed test cells (index -> error text), all tried in one kernel over the solution.
+@dataclass
+class TrialRun:
+    """A solution run once from the top, with answers tried in place of its reference answers."""
 
-    The solution notebook runs once from the top; at each exercise, each of its trials runs in place
+    notebook: nbformat.NotebookNode  # every cell with the outputs of its first run, in order
+    failed: dict[Trial, dict[int, str]]  # each trial's failed test cells: index -> error text
+
+
+def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int = 120) -> TrialRun:
+    """The solution notebook run once from the top, in one kernel, with every trial tried in it.
+
+    At each exercise, after the reference answer and its tests ran, each of its trials runs in place
     of the reference answer with the cells after it up to the exercise's last test, and then the
     reference runs again and must pass, so every trial starts where a student's answer would (the
     other answers are the reference's). Writes only to `folder`, a copy of the lesson's folder.
@@ -238,24 +238,31 @@ def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int 
     unknown = set(todo) - {e.grade_id for e in exercises(solution)}
     if unknown:
         raise KeyError(f"{lesson}: no exercise is called {sorted(unknown)}")
+    executed = copy.deepcopy(solution)  # each cell as it ran first
 
-    def reference_passes(kernel: Kernel, exercise: Exercise, when: str) -> None:
-        failed = kernel.run_exercise(exercise, solution.cells[exercise.answer].source)
+    def reference(kernel: Kernel, exercise: Exercise, when: str) -> dict[int, dict]:
+        ran = kernel.run_exercise(exercise, solution.cells[exercise.answer].source)
+        failed = failed_tests(exercise, ran)
         if failed:
             raise AssertionError(f"{lesson} {exercise.grade_id}: the reference answer fails its tests{when}:\n"
                                  f"{next(iter(failed.values()))[-800:]}")
+        return ran
 
     results: dict[Trial, dict[int, str]] = {}
     with Kernel(solution, folder, timeout) as kernel:
         done = 0
         for exercise in exercises(solution):
-            kernel.run_until(exercise.answer, done)
-            reference_passes(kernel, exercise, "")
+            first = {**kernel.run_cells(done, exercise.answer), **reference(kernel, exercise, "")}
+            for index, cell in first.items():
+                executed.cells[index] = cell
             for trial in todo.get(exercise.grade_id, []):
-                results[trial] = kernel.run_exercise(exercise, trial.answer, released if trial.released else None)
-                reference_passes(kernel, exercise, f" after {trial.label} (its state leaked)")
+                ran = kernel.run_exercise(exercise, trial.answer, released if trial.released else None)
+                results[trial] = failed_tests(exercise, ran)
+                reference(kernel, exercise, f" after {trial.label} (its state leaked)")
             done = exercise.end + 1
-    return results
+        for index, cell in kernel.run_cells(done, len(solution.cells)).items():  # after the last exercise
+            executed.cells[index] = cell
+    return TrialRun(executed, results)
 
 
 # The fixture students the grading tests grade: right answers written unlike the reference, one

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from lab_utils.paths import ROOT
 
-CHROMIUM = Path("/usr/bin/chromium")  # Debian's; Playwright's own browser download does not work here
 STUDENT_CONFIG = ROOT / "jupyter_config"  # what `make lab` uses and postBuild installs on Binder
 ARTIFACTS = ROOT / "artifacts" / "browser"  # git-ignored: a screenshot per lesson, timings.json
 NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook in front

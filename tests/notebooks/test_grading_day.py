@@ -21,8 +21,8 @@ import pytest
 
 from coursetools import course_cli, graded_cell, new_course, solution
 from lab_utils.course.config import gradebook
-from nbtools import (LESSONS, STUDENTS, fixture_answers, nbgrader_meta, notebook_path, points_lost, run_trials,
-                     student_trials, submit, with_answers)
+from nbtools import (LESSONS, STUDENTS, fixture_answers, nbgrader_meta, notebook_path, points_lost, submit,
+                     with_answers)
 
 pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
 
@@ -140,10 +140,10 @@ def test_written_answers_wait_for_hand_grading(day):
     assert written.status == f"needs hand grading ({written.max_score - written.auto_max:g} points)"
 
 
-def test_fixture_students_get_the_points_test_exercises_works_out(day, offline):
+def test_fixture_students_get_the_points_test_exercises_works_out(day, tried):
     """nbgrader's autograde and nbtools.run_trials agree, so test_exercises may rank the fixture
     students of every lesson in one kernel instead of grading each in a sandbox."""
-    lost = points_lost(FIRST, run_trials(FIRST, offline / FIRST, student_trials(FIRST)))
+    lost = points_lost(FIRST, {trial: failed for trial, failed in tried(FIRST).failed.items() if not trial.released})
     graded = {student: row(day, student).auto_max - row(day, student).auto_score for student in STUDENTS}
     assert graded == lost
     assert lost["different"] == 0 < lost["one_rule_wrong"] < lost["hardcoded"]

@@ -1,0 +1,105 @@
+"""The answers in tests/fixtures/ as trials, and the one run of each solution that tries them all.
+
+A lesson's solution runs once per test run (nbtools.run_trials), on whichever worker asks first;
+every test that needs the executed solution or a trial's failed tests reads that run.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import json
+import re
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import nbformat
+
+from nbtools import (STUDENTS, Trial, TrialRun, fixture_lessons, fixture_sections, nbgrader_meta, notebook_path,
+                     run_trials, solution_answer, student_trials)
+
+RULE_BREAK = re.compile(r'says "(?P<substring>[^"]+)": (?P<rule>.+)')
+
+
+def reference_answers(lesson: str) -> dict[str, str]:
+    solution = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    return {nbgrader_meta(c)["grade_id"]: solution_answer(c) for c in solution.cells
+            if nbgrader_meta(c).get("solution") and c.cell_type == "code"}
+
+
+def patched(answer: str, patch: str, section: str) -> str:
+    """`answer` with each run of `- ` lines in `patch` replaced by the `+ ` lines after it (none: the
+    run is deleted); a bare `-` or `+` is an empty line. Each run, applied in turn, must occur exactly
+    once in the answer as the runs before it left it."""
+    lines = answer.rstrip("\n").split("\n")
+    blocks: list[tuple[list[str], list[str]]] = []
+    for line in patch.rstrip("\n").split("\n"):
+        sign, text = line[:1], line[2:]
+        if sign not in ("-", "+") or line[1:2] not in ("", " ") or (sign == "+" and not blocks):
+            raise ValueError(f"{section}: a patch line starts with '- ' (a line of the solution's answer) "
+                             f"or '+ ' (its replacement, after the '- ' lines), not {line!r}")
+        if sign == "-" and (not blocks or blocks[-1][1]):
+            blocks.append(([], []))
+        blocks[-1][0 if sign == "-" else 1].append(text)
+    for old, new in blocks:
+        at = [i for i in range(len(lines) - len(old) + 1) if lines[i:i + len(old)] == old]
+        if len(at) != 1:
+            raise ValueError(f"{section}: the lines to replace, from {old[0]!r}, occur {len(at)} times in the "
+                             f"solution's answer, not once: the solution changed, so update the patch")
+        lines[at[0]:at[0] + len(old)] = new
+    return "\n".join(lines) + "\n"
+
+
+def rule_breaks(lesson: str, reference: dict[str, str]) -> dict[str, list[tuple[str, str, str]]]:
+    """(substring, rule, answer) per grade_id; a header that does not say what fails is an error.
+    A section whose first line starts with `-` is a patch of the reference answer, else the answer."""
+    found: dict[str, list[tuple[str, str, str]]] = {}
+    for grade_id, header, body in fixture_sections("rule_breaks", lesson):
+        match = RULE_BREAK.fullmatch(header)
+        if match is None:
+            raise ValueError(f'rule_breaks/{lesson}.py: the header of {grade_id} must read '
+                             f'`# %% {grade_id} says "<substring>": <rule>`, not {header!r}')
+        if body.startswith("-"):
+            if grade_id not in reference:
+                raise ValueError(f"rule_breaks/{lesson}.py patches {grade_id}, which is no answer cell of the solution")
+            body = patched(reference[grade_id], body, f"rule_breaks/{lesson}.py, {grade_id} {match['rule']!r}")
+        found.setdefault(grade_id, []).append((match["substring"], match["rule"], body))
+    return found
+
+
+def different_trials(lesson: str) -> list[Trial]:
+    """The answers written differently, each with the released tests, as Validate runs them."""
+    return [replace(trial, released=True) for trial in student_trials(lesson, ["different"])]
+
+
+def break_trials(lesson: str) -> list[tuple[Trial, str]]:
+    """Each rule break as a trial with the released tests, and what a visible test must say."""
+    return [(Trial(grade_id, answer, f"{grade_id}, {rule!r}", released=True), substring)
+            for grade_id, found in rule_breaks(lesson, reference_answers(lesson)).items()
+            for substring, rule, answer in found]
+
+
+def lesson_trials(lesson: str) -> list[Trial]:
+    """Every trial the fixtures hold for the lesson: rule breaks, the answers written differently
+    with the released tests, and the fixture students with the hidden tests."""
+    breaks = [trial for trial, _ in break_trials(lesson)] if lesson in fixture_lessons("rule_breaks") else []
+    different = different_trials(lesson) if lesson in fixture_lessons("different") else []
+    students = student_trials(lesson) if lesson in fixture_lessons(*STUDENTS) else []
+    return breaks + different + students
+
+
+@functools.cache  # one read per process: a test may ask for many trials
+def tried_once(lesson: str, folder: Path) -> TrialRun:
+    """The lesson's TrialRun of lesson_trials, saved in `folder`, or the one saved there before:
+    a lock makes concurrent callers, in any process, wait for the first."""
+    folder.mkdir(parents=True, exist_ok=True)
+    saved = folder / f"{lesson}.json"
+    with open(folder / f"{lesson}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not saved.exists():
+            run = run_trials(lesson, folder / lesson, lesson_trials(lesson))
+            failed = [[asdict(trial), failed] for trial, failed in run.failed.items()]
+            saved.write_text(json.dumps({"notebook": run.notebook, "failed": failed}), encoding="utf-8")
+    data = json.loads(saved.read_text(encoding="utf-8"))
+    return TrialRun(nbformat.from_dict(data["notebook"]),
+                    {Trial(**trial): {int(i): text for i, text in failed.items()} for trial, failed in data["failed"]})
