@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import SAWarning
 
-from lab_utils.course import autograde, config, export, feedback, grades, publish, release, sandbox
+from lab_utils.course import autograde, config, feedback, publish, release, sandbox
 from lab_utils.paths import ROOT
 
 
@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"released lessons/{name}")
         return 0
     if args.command == "grades":
+        from lab_utils.course import export, grades  # pandas and matplotlib: half a second no other command pays
+
         table = grades.write_grades(root)
         with config.gradebook(root) as gb:
             export.write_canvas(root, table, gb)
