@@ -33,7 +33,7 @@ TEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
 test: $(READY)  ## run every test
 	$(BIN)/python -m pytest $(TEST_ARGS)
 
-test-timing: $(READY)  ## the whole suite in one process (as before) and as `make test` runs it, timed
+test-timing: $(READY)  ## `make test` beside the suite in one process, as it is and as it was before it ran in parallel, timed
 	$(BIN)/python benchmarks/test_timing.py --parallel "$(TEST_ARGS)"
 
 release: $(READY)  ## regenerate lessons/ from solutions/
