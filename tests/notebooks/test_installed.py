@@ -29,8 +29,12 @@ RUN = textwrap.dedent("""
 """)
 
 
-def sh(*args, **kwargs) -> subprocess.CompletedProcess:
-    run = subprocess.run(args, capture_output=True, text=True, **kwargs)
+# Nothing from PYTHONPATH: pip would take this repository's lab_utils there for the wheel's, installed.
+ISOLATED = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def sh(*args, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+    run = subprocess.run(args, capture_output=True, text=True, env=env or ISOLATED, **kwargs)
     assert run.returncode == 0, f"{' '.join(map(str, args))} failed:\n{run.stdout}\n{run.stderr}"
     return run
 
@@ -68,8 +72,7 @@ def test_a_lesson_alone_runs_on_the_installed_course(installed, tmp_path):
     notebook.write_bytes(notebook_path("solutions", LESSON).read_bytes())
     package = Path(sh(installed, "-c", "import lab_utils; print(lab_utils.__file__)", cwd=folder).stdout.strip()).parent
     before = files_under(package)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("LAB_WORK_DIR", "LAB_LIVE", "LAB_RECORD", "ANTHROPIC_API_KEY", "PYTHONPATH")}
+    env = {k: v for k, v in ISOLATED.items() if k not in ("LAB_WORK_DIR", "LAB_LIVE", "LAB_RECORD", "ANTHROPIC_API_KEY")}
     run = sh(installed, "-c", RUN, notebook.name, cwd=folder, env={**env, "MPLBACKEND": "Agg"})
 
     assert Path(run.stdout.strip()).parent == package, "the lesson must import the installed course"
