@@ -11,7 +11,7 @@ STUDENT_VIEW := JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter_config
 # The course commands act on the folder this Makefile is in (a clone, or a copy of it).
 COURSE := --root $(CURDIR)
 
-.PHONY: lab lab-instructor test test-timing release autograde feedback grades student-repo bench grading-strength backup clean
+.PHONY: lab lab-instructor test test-quick test-timing release autograde feedback grades student-repo bench grading-strength backup clean
 
 $(READY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ TEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
 
 test: $(READY)  ## run every test
 	$(BIN)/python -m pytest $(TEST_ARGS)
+
+test-quick: $(READY)  ## every test but the modules marked slow (notebooks, grading day, browser, docs), in parallel
+	$(BIN)/python -m pytest -n auto -m "not slow"
 
 test-timing: $(READY)  ## `make test` beside the suite in one process, as it is and as it was before it ran in parallel, timed
 	$(BIN)/python benchmarks/test_timing.py --parallel "$(TEST_ARGS)"
