@@ -51,7 +51,8 @@ def timed_before(commit: str) -> tuple[float, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--parallel", default="-n auto --dist loadfile --no-loadscope-reorder", help="what `make test` adds")
+    parser.add_argument("--parallel", default="-n auto --dist loadfile --no-loadscope-reorder",
+                        help="what `make test` adds")
     parser.add_argument("--before", default=BEFORE, help="the commit of the old suite ('' leaves it out)")
     parser.add_argument("tests", nargs="*", help="part of today's suite (default: all of it)")
     args = parser.parse_args()

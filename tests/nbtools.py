@@ -280,11 +280,13 @@ def student_trials(lesson: str, students: Iterable[str] = STUDENTS) -> list[Tria
             for student in students for answers in [fixture_answers(student, lesson)] for grade_id in graded]
 
 
-def points_lost(lesson: str, results: dict[Trial, dict[int, str]]) -> dict[str, float]:
-    """Points of the failed test cells, added up by trial label (for student_trials: by student)."""
+def points_lost(lesson: str, run: TrialRun) -> dict[str, float]:
+    """Points of the failed test cells of the trials run with the hidden tests, as autograde runs
+    them, added up by trial label (for student_trials: by student)."""
     solution = nbformat.read(notebook_path("solutions", lesson), as_version=4)
     lost: dict[str, float] = {}
-    for trial, failed in results.items():
-        lost[trial.label] = lost.get(trial.label, 0) + sum(nbgrader_meta(solution.cells[i]).get("points", 0)
-                                                           for i in failed)
+    for trial, failed in run.failed.items():
+        if not trial.released:
+            lost[trial.label] = lost.get(trial.label, 0) + sum(nbgrader_meta(solution.cells[i]).get("points", 0)
+                                                               for i in failed)
     return lost

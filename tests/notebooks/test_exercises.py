@@ -4,19 +4,19 @@ Per lesson, from tests/fixtures/:
 - different/<lesson>.py: correct answers written unlike the reference, one for every exercise;
   each passes every visible test, as the student's Validate button runs them;
 - rule_breaks/<lesson>.py: sections headed `# %% <grade_id> says "<substring>": <rule>`, each an
-  answer with that one rule broken: a patch of the solution's answer (see fixture_trials.patched) or, where the
-  broken answer is written unlike the solution, the whole answer. Filled alone into the lesson
-  (every other answer the reference), it must fail a visible test cell of its exercise whose
-  error says <substring>;
+  answer with that one rule broken: a patch of the solution's answer (see fixture_trials.patched)
+  or, where the broken answer is written unlike the solution, the whole answer. Filled alone into
+  the lesson (every other answer the reference), it must fail a visible test cell of its exercise
+  whose error says <substring>;
 - different, one_rule_wrong and hardcoded: the fixture students. With the hidden tests, as
   autograde runs them, the first keeps every point, the second loses some but not all, and the
   hard-coder loses more than the student with one rule wrong.
 
 A lesson's solution runs once per test run in one kernel for all of it (the `tried` fixture,
 nbtools.run_trials): each broken or fixture answer in place of the reference, with the tests after
-it, released or hidden; the reference runs again after each. For the first lesson, nbgrader's Validator itself checks this
-shortcut (the released lesson filled with every `different` answer at once, and one broken rule),
-and the grading-day test checks it against nbgrader's autograde.
+it, released or hidden; the reference runs again after each. For the first lesson, nbgrader's
+Validator itself checks this shortcut (the released lesson filled with every `different` answer at
+once, and one broken rule), and the grading-day test checks it against nbgrader's autograde.
 """
 
 import shutil
@@ -53,9 +53,10 @@ def test_answers_written_differently_pass_every_visible_test(lesson, tried):
     answers = fixture_answers("different", lesson)
     graded = {e.grade_id for e in exercises(nbformat.read(notebook_path("lessons", lesson), as_version=4))}
     assert graded <= set(answers), f"different/{lesson}.py does not answer {sorted(graded - set(answers))}"
-    failed = {trial.grade_id: next(iter(failed.values()))[-600:] for trial, failed in tried(lesson).failed.items()
-              if trial in different_trials(lesson) and failed}
-    assert not failed, f"Validate fails on correct answers written differently in {lesson}: {failed}"
+    run = tried(lesson)
+    failing = {trial.grade_id: next(iter(run.failed[trial].values()))[-600:]
+               for trial in different_trials(lesson) if run.failed[trial]}
+    assert not failing, f"Validate fails on correct answers written differently in {lesson}: {failing}"
 
 
 @pytest.mark.parametrize("lesson", fixture_lessons("rule_breaks"))
@@ -78,7 +79,7 @@ def test_each_broken_rule_fails_a_visible_test_that_names_it(lesson, tried):
 
 @pytest.mark.parametrize("lesson", fixture_lessons(*STUDENTS))
 def test_fixture_students_rank_as_a_teacher_would(lesson, tried):
-    lost = points_lost(lesson, {t: failed for t, failed in tried(lesson).failed.items() if not t.released})
+    lost = points_lost(lesson, tried(lesson))
     solution = nbformat.read(notebook_path("solutions", lesson), as_version=4)
     total = sum(nbgrader_meta(solution.cells[i]).get("points", 0) for e in exercises(solution) for i in e.tests)
     assert lost["different"] == 0, f"{lesson}: a right answer written differently loses {lost['different']:g} points"

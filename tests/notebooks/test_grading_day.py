@@ -143,7 +143,7 @@ def test_written_answers_wait_for_hand_grading(day):
 def test_fixture_students_get_the_points_test_exercises_works_out(day, tried):
     """nbgrader's autograde and nbtools.run_trials agree, so test_exercises may rank the fixture
     students of every lesson in one kernel instead of grading each in a sandbox."""
-    lost = points_lost(FIRST, {trial: failed for trial, failed in tried(FIRST).failed.items() if not trial.released})
+    lost = points_lost(FIRST, tried(FIRST))
     graded = {student: row(day, student).auto_max - row(day, student).auto_score for student in STUDENTS}
     assert graded == lost
     assert lost["different"] == 0 < lost["one_rule_wrong"] < lost["hardcoded"]

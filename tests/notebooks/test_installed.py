@@ -72,7 +72,8 @@ def test_a_lesson_alone_runs_on_the_installed_course(installed, tmp_path):
     notebook.write_bytes(notebook_path("solutions", LESSON).read_bytes())
     package = Path(sh(installed, "-c", "import lab_utils; print(lab_utils.__file__)", cwd=folder).stdout.strip()).parent
     before = files_under(package)
-    env = {k: v for k, v in ISOLATED.items() if k not in ("LAB_WORK_DIR", "LAB_LIVE", "LAB_RECORD", "ANTHROPIC_API_KEY")}
+    private = ("LAB_WORK_DIR", "LAB_LIVE", "LAB_RECORD", "ANTHROPIC_API_KEY")
+    env = {k: v for k, v in ISOLATED.items() if k not in private}
     run = sh(installed, "-c", RUN, notebook.name, cwd=folder, env={**env, "MPLBACKEND": "Agg"})
 
     assert Path(run.stdout.strip()).parent == package, "the lesson must import the installed course"
