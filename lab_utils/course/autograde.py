@@ -24,6 +24,7 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry, SubmittedAssignment
+from nbgrader.utils import parse_utc
 from sqlalchemy.exc import SAWarning
 from traitlets.config import Config
 
@@ -114,6 +115,9 @@ def precheck(student: str, lesson: str, root: Path, gb: Gradebook) -> str | None
         nb = nbformat.read(path, as_version=4)
     except Exception as error:  # a broken file can make nbformat raise almost anything
         return f"{path.name} is not a valid notebook ({type(error).__name__}: {error})"
+    late_check = timestamp_problem(folder / "timestamp.txt")
+    if late_check:
+        return late_check
     ids = [cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in nb.cells]
     present = {i for i in ids if i}
     copied = sorted(i for i in present if ids.count(i) > 1)
@@ -123,6 +127,25 @@ def precheck(student: str, lesson: str, root: Path, gb: Gradebook) -> str | None
     answers = sorted({cell.name for cell in released.solution_cells} - present)
     if answers:
         return f"answer cells deleted ({', '.join(answers)}): nbgrader cannot grade without them"
+    return None
+
+
+def timestamp_problem(path: Path) -> str | None:
+    """Why nbgrader could not read the submission time in timestamp.txt (it would fail on it with
+    an error of its own that names neither the file nor the fix); None when it can, or there is none."""
+    if not path.exists():
+        return None
+    fix = ("write the time as nbgrader collect does (2026-01-16 09:30:00.000000 UTC), "
+           "or delete the file to grade the submission as on time")
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError:
+        return f"timestamp.txt is not UTF-8 text: {fix}"
+    try:
+        parse_utc(text or None)  # nbgrader reads an empty file as no time
+    except (ValueError, OverflowError):
+        shown = text if len(text) <= 40 else text[:40] + "…"
+        return f"timestamp.txt reads {shown!r}, which is not a time: {fix}"
     return None
 
 

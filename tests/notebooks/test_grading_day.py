@@ -5,11 +5,11 @@ lesson also gets the fixtures' students, `different` (right, written unlike the 
 `one_rule_wrong` and `hardcoded` (the visible tests' literals), whose points must be those that
 test_exercises works out for every lesson in one kernel; the first lesson with a written answer
 gets `different` too, whose answer waits for a hand grade. The first lesson also gets the cases an
-instructor meets: broken JSON, a renamed file, a folder named after no lesson, copied cells, a deleted, an
-edited and a renamed test, a deleted answer, a late submission under a "zero" late penalty set in
-nbgrader_config.py, an input-transformer cheat, a wrapper of the reference, and two students
-whose resubmission fails after an earlier success. grades.csv must say what a careful
-instructor would conclude about each.
+instructor meets: broken JSON, a renamed file, a folder named after no lesson, copied cells, a
+deleted, an edited and a renamed test, a deleted answer, a late submission under a "zero" late
+penalty set in nbgrader_config.py, a timestamp.txt that holds no time, an input-transformer cheat,
+a wrapper of the reference, and two students whose resubmission fails after an earlier success.
+grades.csv must say what a careful instructor would conclude about each.
 """
 
 import re
@@ -71,6 +71,8 @@ def first_lesson_cases(root):
 
     late = submit(root, "late", FIRST, sol())
     (late.parent / "timestamp.txt").write_text("2026-01-16 09:30:00.000000 UTC")  # as nbgrader collect writes it
+    garbled = submit(root, "garbled_time", FIRST, sol())
+    (garbled.parent / "timestamp.txt").write_text("the day after tomorrow")
     cheat = with_answers(released, {})
     graded_cell(cheat, "memory-from-json").source = graded_cell(sol(), "memory-from-json").source
     graded_cell(cheat, "top-k").source = graded_cell(sol(), "top-k").source
@@ -84,9 +86,10 @@ def first_lesson_cases(root):
 
 
 def resubmit_badly(root):
-    """Two students hand in again after a good grade: nbgrader fails on one, the other is not JSON."""
+    """Two students hand in again after a good grade: nbgrader fails on one (a link to a file that
+    is not there, which it cannot copy), the other is not JSON."""
     crash = notebook_path("submitted/crash", FIRST, root)
-    (crash.parent / "timestamp.txt").write_text("the day after tomorrow")
+    (crash.parent / "data.csv").symlink_to(root / "no such file.csv")
     notebook_path("submitted/broken_again", FIRST, root).write_text("{", encoding="utf-8")
 
 
@@ -155,11 +158,14 @@ def test_unreadable_submissions_are_named_and_the_rest_graded(day):
     assert report[0].startswith(f"  broken/{FIRST}: {FIRST}.ipynb is not a valid notebook (NotJSONError")
     assert report[1:] == [
         f"  copied/{FIRST}: cells copied (test-top-k): nbgrader cannot tell a copy from its original",
+        f"  garbled_time/{FIRST}: timestamp.txt reads 'the day after tomorrow', which is not a time: write the "
+        "time as nbgrader collect does (2026-01-16 09:30:00.000000 UTC), or delete the file to grade the "
+        "submission as on time",
         f"  no_answer/{FIRST}: answer cells deleted (top-k): nbgrader cannot grade without them",
         f"  renamed/{FIRST}: no {FIRST}.ipynb (found my answers.ipynb; rename it)",
         f"  typo/{FIRST[1:]}: no lesson is called '{FIRST[1:]}'",
     ]
-    for student in ("broken", "copied", "no_answer", "renamed"):
+    for student in ("broken", "copied", "garbled_time", "no_answer", "renamed"):
         assert row(day, student).status.startswith("not graded: "), student
         assert pd.isna(row(day, student).score), "no points for what was not graded"
 
@@ -207,7 +213,8 @@ def test_the_lms_file_holds_final_grades_only(day):
 def test_a_failed_resubmission_replaces_the_old_grade(day):
     assert day.again.returncode == 1
     crash, broken = row(day, "crash"), row(day, "broken_again")
-    assert crash.status.startswith("not graded: nbgrader failed (")
+    assert crash.status.startswith("not graded: nbgrader failed (FileNotFoundError: ")
+    assert f"{FIRST}/data.csv'" in crash.status, "the failure names the file"
     assert broken.status.startswith(f"not graded: {FIRST}.ipynb is not a valid notebook")
     assert pd.isna(crash.score) and pd.isna(broken.score)
     canvas = pd.read_csv(day.root / "grades_canvas.csv").set_index("SIS Login ID")
