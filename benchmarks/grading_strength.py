@@ -11,7 +11,8 @@ For each mutant:
   fails with it.
 Goals (issue 10): at least 85% of the mutants lose points, and at least 60% of those fail a
 visible test. A mutant that behaves exactly like the solution (an equivalent mutant) cannot lose
-points; it counts as a survivor all the same. `--survivors` lists every survivor.
+points; it counts as a survivor all the same. `--survivors` lists every survivor, and every mutant
+only the hidden tests catch.
 
 Each lesson runs in one kernel (tests/nbtools.py's run_trials): the notebook once, and each mutant
 in place of the answer, with the cells after it up to the exercise's last test, once with the hidden
@@ -182,7 +183,7 @@ def measure(lessons: list[str]) -> dict[str, list[Outcome]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lesson", nargs="+", choices=LESSONS, default=LESSONS)
-    parser.add_argument("--survivors", action="store_true", help="list every mutant that kept full marks")
+    parser.add_argument("--survivors", action="store_true", help="list every mutant that kept full marks, and those Validate misses")
     args = parser.parse_args()
     results = measure(args.lesson)
     everything = [o for outcomes in results.values() for o in outcomes]
@@ -193,6 +194,8 @@ def main() -> None:
             for o in outcomes:
                 if not o.loses_points:
                     print(f"    survives: {o.grade_id}, {o.mutant}")
+                elif not o.fails_visible:
+                    print(f"    only the hidden tests catch: {o.grade_id}, {o.mutant}")
     total, lost, visible = shares(everything)
     print(f"{'overall'.ljust(width)}  {describe(total, lost, visible)}")
     met = total and lost / total >= LOSE_GOAL and lost and visible / lost >= VISIBLE_GOAL
