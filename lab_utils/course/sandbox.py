@@ -2,8 +2,9 @@
 
 Only the kernel is sandboxed, not nbgrader: the kernel that runs a submission is started by
 Debian's bubblewrap (`bwrap`) with the whole system read-only, the submission's working copy
-(autograded/<student>/<lesson>/) the only writable folder, a private /tmp, no network, and the
-instructor's folders (solutions/, submitted/, autograded/, feedback/) out of sight. `prlimit`
+(autograded/<student>/<lesson>/) the only writable folder, a private /tmp, no network, its own
+process namespace (what the student's code starts ends with the kernel), and the instructor's
+folders (solutions/, submitted/, autograded/, feedback/) out of sight. `prlimit`
 caps its memory (address space) and CPU time; nbgrader's per-cell timeout stops a hang.
 
 The kernel talks to nbgrader over unix sockets (ZMQ's `ipc` transport) in a folder shared with
@@ -75,7 +76,12 @@ class Sandbox(Configurable):
             "--bind", workdir, workdir, "--bind", sockets, sockets,
             # The hidden folders hold nothing; make them read-only so a write there fails loudly.
             *[arg for i in range(1, len(hidden), 2) for arg in ("--remount-ro", hidden[i])],
-            "--unshare-net", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+            # A process of its own namespace: whatever the student's code starts dies with the kernel,
+            # so nothing can rewrite the graded notebook after nbgrader has read it.
+            "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-pid", "--die-with-parent",
+            # ipykernel would watch nbgrader's pid, which its namespace cannot see, and quit at once; its
+            # parent there is the namespace's init (pid 1), which ipykernel knows not to watch.
+            "--setenv", "JPY_PARENT_PID", "1",
             "--setenv", "LAB_WORK_DIR", "/tmp/work", "--setenv", "IPYTHONDIR", "/tmp/ipython",
             "--setenv", "MPLCONFIGDIR", "/tmp/matplotlib", "--chdir", workdir,
             "prlimit", f"--as={self.memory_mb * 2**20}", f"--cpu={self.cpu_seconds}", "--", *kernel,

@@ -12,6 +12,7 @@ import socket
 import tempfile
 import threading
 import uuid
+from contextlib import suppress
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -44,6 +45,12 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
         "home": (f"open({str(HOME_FILE)!r}, 'w').write('was here')",
                  "write outside the submission's folder was refused"),
         "tmp": (f"open({str(TMP_FILE)!r}, 'w').write('was here')", ""),
+        # A process left running, in a session of its own (out of the kernel's process group, which
+        # is stopped with the kernel) and holding none of its pipes, to change the graded notebook
+        # after nbgrader has read it.
+        "leftover": (f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', "
+                     f"{TOKEN!r}], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, "
+                     "stderr=subprocess.DEVNULL)", ""),
     }
 
 
@@ -67,7 +74,7 @@ def graded():
     listener = threading.Thread(target=listen, daemon=True)
     listener.start()
     try:
-        new_course(root, [LESSON], "c.Execute.timeout = 10")
+        new_course(root, [LESSON], "c.Execute.timeout = 5")
         cases = attacks(root, server.getsockname()[1])
         submit(root, "honest", LESSON, solution(root, LESSON))
         neighbour_before = (root / "submitted" / "honest" / LESSON / f"{LESSON}.ipynb").read_bytes()
@@ -105,6 +112,20 @@ def test_each_attack_is_stopped_and_reported(graded, attack):
     assert len(notes) == 1 and said in notes[0], f"cell {cell} ({attack}) is reported"
     assert said in graded.table.loc["attacker", "notes"], "grades.csv keeps the note"
     assert "stopped" not in str(graded.table.loc["honest", "notes"])
+
+
+def left_running() -> list[str]:
+    """The command lines of processes that carry this run's token (the leftover attack's)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with suppress(OSError):
+            if TOKEN in (line := cmdline.read_bytes().replace(b"\0", b" ").decode()):
+                found.append(line)
+    return found
+
+
+def test_nothing_the_student_started_outlives_the_kernel(graded):
+    assert not left_running(), "a process the submission started is still running after grading"
 
 
 def test_nothing_outside_the_working_copy_changed(graded):
