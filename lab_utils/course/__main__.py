@@ -63,6 +63,10 @@ def report(command: str, outcomes: list[autograde.Outcome]) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     root = args.root.resolve()
+    if not (root / "solutions").is_dir():  # a mistyped --root would otherwise end in a traceback
+        print(f"{root} is not a course folder: it has no solutions/ (give --root the folder that holds "
+              "solutions/ and nbgrader_config.py)", file=sys.stderr)
+        return 2
     # nbgrader's own gradebook code trips this SQLAlchemy warning on every submission; it is noise.
     warnings.filterwarnings("ignore", category=SAWarning)
     if args.command == "release":

@@ -4,12 +4,22 @@ import shutil
 import subprocess
 
 import pandas as pd
+import pytest
 
 from coursetools import NBGRADER, course_cli, new_course
+from lab_utils.course.__main__ import main
 from lab_utils.course.config import load
 from lab_utils.course.export import canvas_table
 from lab_utils.paths import ROOT
 from nbtools import LESSONS
+
+
+@pytest.mark.parametrize("command", [["release"], ["autograde"], ["feedback"], ["grades"], ["publish", "students"]])
+def test_a_folder_that_is_no_course_is_named(tmp_path, capsys, command):
+    typo = tmp_path / "my-corse"
+    assert main([*command, "--root", str(typo)]) == 2
+    assert capsys.readouterr().err.startswith(f"{typo} is not a course folder: it has no solutions/")
+    assert list(tmp_path.iterdir()) == [], "nothing is written"
 
 
 def test_autograde_before_release_says_what_to_do(tmp_path):
