@@ -183,7 +183,8 @@ def measure(lessons: list[str]) -> dict[str, list[Outcome]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lesson", nargs="+", choices=LESSONS, default=LESSONS)
-    parser.add_argument("--survivors", action="store_true", help="list every mutant that kept full marks, and those Validate misses")
+    parser.add_argument("--survivors", action="store_true",
+                        help="list every mutant that kept full marks, and those Validate misses")
     args = parser.parse_args()
     results = measure(args.lesson)
     everything = [o for outcomes in results.values() for o in outcomes]

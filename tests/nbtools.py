@@ -238,7 +238,6 @@ def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int 
     unknown = set(todo) - {e.grade_id for e in exercises(solution)}
     if unknown:
         raise KeyError(f"{lesson}: no exercise is called {sorted(unknown)}")
-    executed = copy.deepcopy(solution)  # each cell as it ran first
 
     def reference(kernel: Kernel, exercise: Exercise, when: str) -> dict[int, dict]:
         ran = kernel.run_exercise(exercise, solution.cells[exercise.answer].source)
@@ -249,19 +248,19 @@ def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int 
         return ran
 
     results: dict[Trial, dict[int, str]] = {}
+    first: dict[int, dict] = {}  # each cell as it ran first, by index
     with Kernel(solution, folder, timeout) as kernel:
         done = 0
         for exercise in exercises(solution):
-            first = {**kernel.run_cells(done, exercise.answer), **reference(kernel, exercise, "")}
-            for index, cell in first.items():
-                executed.cells[index] = cell
+            first |= kernel.run_cells(done, exercise.answer) | reference(kernel, exercise, "")
             for trial in todo.get(exercise.grade_id, []):
                 ran = kernel.run_exercise(exercise, trial.answer, released if trial.released else None)
                 results[trial] = failed_tests(exercise, ran)
                 reference(kernel, exercise, f" after {trial.label} (its state leaked)")
             done = exercise.end + 1
-        for index, cell in kernel.run_cells(done, len(solution.cells)).items():  # after the last exercise
-            executed.cells[index] = cell
+        first |= kernel.run_cells(done, len(solution.cells))  # after the last exercise
+    executed = copy.deepcopy(solution)
+    executed.cells = [first[index] for index in range(len(solution.cells))]
     return TrialRun(executed, results)
 
 

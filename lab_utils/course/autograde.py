@@ -115,9 +115,8 @@ def precheck(student: str, lesson: str, root: Path, gb: Gradebook) -> str | None
         nb = nbformat.read(path, as_version=4)
     except Exception as error:  # a broken file can make nbformat raise almost anything
         return f"{path.name} is not a valid notebook ({type(error).__name__}: {error})"
-    late_check = timestamp_problem(folder / "timestamp.txt")
-    if late_check:
-        return late_check
+    if problem := timestamp_problem(folder / "timestamp.txt"):
+        return problem
     ids = [cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in nb.cells]
     present = {i for i in ids if i}
     copied = sorted(i for i in present if ids.count(i) > 1)
