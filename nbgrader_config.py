@@ -20,4 +20,5 @@ configure(c, Path(__file__).resolve().parent)
 # c.Sandbox.memory_mb = 2048     # memory (address space) of the kernel
 # c.Sandbox.cpu_seconds = 300    # CPU time of the kernel, the whole notebook together
 # c.Sandbox.tmp_mb = 256         # size of its private /tmp
+# c.Sandbox.max_processes = 512  # processes and threads of the kernel at once
 # c.Execute.timeout = 120        # seconds per cell

@@ -96,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             print(f"the gradebook has no {', '.join(missing)}: run `make release` first", file=sys.stderr)
             return 2
+        if not (args.unsafe or sandbox.process_cap()):
+            print("the sandbox cannot cap processes here: grading as root, with no pids cgroup root may create "
+                  "(cgroup v1's pids controller, or a cgroup v2 with pids in its subtree). A fork bomb then "
+                  "slows grading until the per-cell timeout ends its kernel.", file=sys.stderr)
         steps = autograde.autograde_all(root, args.lesson, args.jobs, args.unsafe, args.student)
     else:
         steps = feedback.feedback_all(root, args.lesson)

@@ -5,7 +5,10 @@ Debian's bubblewrap (`bwrap`) with the whole system read-only, the submission's 
 (autograded/<student>/<lesson>/) the only writable folder, a private /tmp, no network, its own
 process namespace (what the student's code starts ends with the kernel), and the instructor's
 folders (solutions/, submitted/, autograded/, feedback/) out of sight. `prlimit`
-caps its memory (address space) and CPU time; nbgrader's per-cell timeout stops a hang.
+caps its memory (address space), CPU time and processes; nbgrader's per-cell timeout stops a hang.
+The process cap is RLIMIT_NPROC in a user namespace of the sandbox's own, where it counts the
+kernel's processes alone; root, whom RLIMIT_NPROC does not bind, gets a pids cgroup instead
+(cgroup.py), where the machine lets root make one.
 
 The kernel talks to nbgrader over unix sockets (ZMQ's `ipc` transport) in a folder shared with
 the sandbox, since TCP on 127.0.0.1 does not cross into a sandbox without a network.
@@ -15,6 +18,7 @@ Limits, in nbgrader_config.py (defaults below):
     c.Sandbox.memory_mb = 2048     # address space of the kernel
     c.Sandbox.cpu_seconds = 300    # CPU time of the kernel, the whole notebook together
     c.Sandbox.tmp_mb = 256         # size of its private /tmp
+    c.Sandbox.max_processes = 512  # processes and threads of the kernel at once
     c.Sandbox.enabled = True       # False only where bubblewrap cannot run (`--unsafe`)
 """
 
@@ -32,6 +36,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 from traitlets.config import Config, Configurable
 
+from lab_utils.course import cgroup
 from lab_utils.paths import ROOT
 
 INSTRUCTOR_FOLDERS = ("solutions", "submitted", "autograded", "feedback")
@@ -43,6 +48,8 @@ STOPPED = {
     "Network is unreachable": "a network connection was refused (no network in the sandbox)",
     "Connection refused": "a network connection was refused (no network in the sandbox)",
     "No space left on device": "a write failed on a full disk (the private /tmp holds c.Sandbox.tmp_mb)",
+    "Resource temporarily unavailable": "the process cap refused a new process (c.Sandbox.max_processes)",
+    "can't start new thread": "the process cap refused a new thread (c.Sandbox.max_processes)",
 }
 
 
@@ -53,6 +60,7 @@ class Sandbox(Configurable):
     memory_mb = Integer(2048, help="Address-space cap of the kernel, in MiB.").tag(config=True)
     cpu_seconds = Integer(300, help="CPU-time cap of the kernel over the whole notebook.").tag(config=True)
     tmp_mb = Integer(256, help="Size of the kernel's private /tmp, in MiB.").tag(config=True)
+    max_processes = Integer(512, help="Processes and threads the kernel may run at once.").tag(config=True)
 
     def command(self, kernel: list[str], workdir: str, sockets: str, course_root: str | None) -> list[str]:
         """The kernel's argv wrapped in bwrap and prlimit."""
@@ -69,8 +77,12 @@ class Sandbox(Configurable):
             folder = os.path.join(course_root, name)
             if os.path.isdir(folder):
                 hidden += ["--tmpfs", folder]
+        # RLIMIT_NPROC counts a user's processes per user namespace, so in one of the sandbox's own it
+        # counts the kernel's alone. It does not bind root, who gets a pids cgroup (SandboxKernelManager).
+        rootless = process_cap() == "rlimit"
         return [
-            "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "bwrap", *(["--unshare-user"] if rootless else []),
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--size", str(self.tmp_mb * 2**20), "--tmpfs", "/tmp", *shown,
             *hidden,
             "--bind", workdir, workdir, "--bind", sockets, sockets,
@@ -84,12 +96,20 @@ class Sandbox(Configurable):
             "--setenv", "JPY_PARENT_PID", "1",
             "--setenv", "LAB_WORK_DIR", "/tmp/work", "--setenv", "IPYTHONDIR", "/tmp/ipython",
             "--setenv", "MPLCONFIGDIR", "/tmp/matplotlib", "--chdir", workdir,
-            "prlimit", f"--as={self.memory_mb * 2**20}", f"--cpu={self.cpu_seconds}", "--", *kernel,
+            "prlimit", f"--as={self.memory_mb * 2**20}", f"--cpu={self.cpu_seconds}",
+            *([f"--nproc={self.max_processes}"] if rootless else []), "--", *kernel,
         ]
 
 
 def available() -> bool:
     return shutil.which("bwrap") is not None and shutil.which("prlimit") is not None
+
+
+def process_cap() -> str:
+    """How the kernel's processes are capped on this machine: "rlimit", "cgroup", or "" (they are not)."""
+    if os.geteuid() != 0:
+        return "rlimit"
+    return "cgroup" if cgroup.parent() is not None else ""
 
 
 class SandboxKernelManager(AsyncKernelManager):
@@ -114,6 +134,7 @@ class SandboxKernelManager(AsyncKernelManager):
             self.connection_file = os.path.join(self._sockets, "kernel.json")
             self.transport = "ipc"
             self.ip = os.path.join(self._sockets, "ipc")
+            self._group = cgroup.create(self._sandbox.max_processes) if process_cap() == "cgroup" else None
         return await super()._async_pre_start_kernel(**kw)
 
     def format_kernel_cmd(self, extra_arguments=None) -> list[str]:
@@ -121,12 +142,16 @@ class SandboxKernelManager(AsyncKernelManager):
         if not self._sandbox.enabled:
             return cmd
         workdir = os.path.realpath(self._launch_args.get("cwd") or os.getcwd())
-        return self._sandbox.command(cmd, workdir, self._sockets, self.config.CourseDirectory.get("root"))
+        cmd = self._sandbox.command(cmd, workdir, self._sockets, self.config.CourseDirectory.get("root"))
+        return cgroup.enter(self._group, cmd) if self._group else cmd
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart)
         if getattr(self, "_sockets", None) and not restart:
             shutil.rmtree(self._sockets, ignore_errors=True)
+        if getattr(self, "_group", None):  # its processes have ended with the kernel, restarted or not
+            cgroup.remove(self._group)
+            self._group = None
 
 
 class SandboxedExecute(Execute):

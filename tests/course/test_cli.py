@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from coursetools import NBGRADER, course_cli, new_course
+from lab_utils.course import sandbox
 from lab_utils.course.__main__ import main
 from lab_utils.course.config import load
 from lab_utils.course.export import canvas_table
@@ -28,6 +29,16 @@ def test_autograde_before_release_says_what_to_do(tmp_path):
     run = course_cli(tmp_path, "autograde")
     assert run.returncode == 2
     assert run.stderr.strip() == f"the gradebook has no {LESSONS[0]}: run `make release` first"
+
+
+@pytest.mark.parametrize("cap", ["cgroup", ""])
+def test_autograde_warns_where_processes_cannot_be_capped(tmp_path, capsys, monkeypatch, cap):
+    (tmp_path / "solutions").mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
+    monkeypatch.setattr(sandbox, "process_cap", lambda: cap)
+    assert main(["autograde", "--root", str(tmp_path)]) == 0
+    warned = "the sandbox cannot cap processes here" in capsys.readouterr().err
+    assert warned == (not cap)
 
 
 def test_settings_added_to_nbgrader_config_win(tmp_path):

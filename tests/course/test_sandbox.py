@@ -7,8 +7,11 @@ The course lives outside /tmp, as a real one does, so that the sandbox's private
 hide it by accident and each refusal is the sandbox's own.
 """
 
+import os
+import re
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import uuid
@@ -16,10 +19,12 @@ from contextlib import suppress
 from pathlib import Path
 from types import SimpleNamespace
 
+import nbformat
 import pandas as pd
 import pytest
 
 from coursetools import course_cli, new_course, solution, with_cell
+from lab_utils.course import cgroup, sandbox
 from lab_utils.paths import ROOT
 from nbtools import LESSONS, submit
 
@@ -29,6 +34,7 @@ LESSON = LESSONS[0]
 TOKEN = uuid.uuid4().hex[:8]
 HOME_FILE = Path.home() / f"lab-sandbox-{TOKEN}.txt"
 TMP_FILE = Path("/tmp") / f"lab-sandbox-{TOKEN}.txt"
+MAX_PROCESSES = 100
 
 
 def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
@@ -51,6 +57,12 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
         "leftover": (f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', "
                      f"{TOKEN!r}], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, "
                      "stderr=subprocess.DEVNULL)", ""),
+        # Processes started until one is refused, each waiting a minute; at most 3000, so that a missing
+        # cap fails the test instead of the machine. It prints how many it got. Last: what it starts
+        # holds the cap until the kernel ends, and the leftover above must start.
+        "forks": ("import os, time\nstarted = 0\ntry:\n    while started < 3000:\n        if os.fork() == 0:\n"
+                  "            time.sleep(60)\n            os._exit(0)\n        started += 1\nfinally:\n"
+                  "    print(f'started {started}')", "the process cap refused a new process"),
     }
 
 
@@ -74,7 +86,7 @@ def graded():
     listener = threading.Thread(target=listen, daemon=True)
     listener.start()
     try:
-        new_course(root, [LESSON], "c.Execute.timeout = 5")
+        new_course(root, [LESSON], f"c.Execute.timeout = 5\nc.Sandbox.max_processes = {MAX_PROCESSES}")
         cases = attacks(root, server.getsockname()[1])
         submit(root, "honest", LESSON, solution(root, LESSON))
         neighbour_before = (root / "submitted" / "honest" / LESSON / f"{LESSON}.ipynb").read_bytes()
@@ -103,8 +115,10 @@ def test_every_submission_is_still_graded_in_full(graded):
     assert not table.status.str.startswith("not graded").any()
 
 
-@pytest.mark.parametrize("attack", ["loop", "memory", "network", "gradebook", "neighbour", "home"])
+@pytest.mark.parametrize("attack", ["loop", "memory", "network", "gradebook", "neighbour", "home", "forks"])
 def test_each_attack_is_stopped_and_reported(graded, attack):
+    if attack == "forks" and not sandbox.process_cap():
+        pytest.skip("processes cannot be capped here (root, no pids cgroup): autograde warns of it")
     cell = list(graded.cases).index(attack) + 2
     said = graded.cases[attack][1]
     notes = [line for line in graded.run.stdout.splitlines()
@@ -125,7 +139,24 @@ def left_running() -> list[str]:
 
 
 def test_nothing_the_student_started_outlives_the_kernel(graded):
+    cell = list(graded.cases).index("leftover") + 2
+    assert f"attacker/{LESSON}: stopped: cell {cell}: " not in graded.run.stdout, "the leftover process started"
     assert not left_running(), "a process the submission started is still running after grading"
+    if sandbox.process_cap() == "cgroup":
+        # A cgroup whose grader has exited was left behind (its name carries the grader's pid).
+        left = [g.name for g in cgroup.parent().glob(f"{cgroup.PREFIX}*")
+                if not Path("/proc", g.name.removeprefix(cgroup.PREFIX).split("-")[0]).exists()]
+        assert not left, f"kernel cgroups left behind: {left}"
+
+
+def test_the_process_cap_is_the_configured_one(graded):
+    if not sandbox.process_cap():
+        pytest.skip("processes cannot be capped here (root, no pids cgroup): autograde warns of it")
+    nb = nbformat.read(graded.root / "autograded" / "attacker" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for cell in nb.cells for o in cell.get("outputs", []))
+    started = int(re.search(r"^started (\d+)$", printed, re.M)[1])
+    # The kernel's own threads count too, so the bomb gets a little less than the cap.
+    assert MAX_PROCESSES // 2 < started < MAX_PROCESSES
 
 
 def test_nothing_outside_the_working_copy_changed(graded):
@@ -134,6 +165,17 @@ def test_nothing_outside_the_working_copy_changed(graded):
     assert not (graded.root / "gradebook.db").read_bytes().endswith(b"0 points for all")
     honest = graded.root / "submitted" / "honest" / LESSON / f"{LESSON}.ipynb"
     assert honest.read_bytes() == graded.neighbour_before
+
+
+@pytest.mark.parametrize("uid", [0, 1000])
+def test_the_kernel_command_caps_processes_as_the_user_can(monkeypatch, uid):
+    """As a user, prlimit's --nproc in a user namespace of the sandbox's own (there it counts the
+    kernel's processes alone; the attack above checks root's cgroup)."""
+    monkeypatch.setattr(os, "geteuid", lambda: uid)
+    command = sandbox.Sandbox(max_processes=64).command([sys.executable, "-m", "ipykernel_launcher"],
+                                                        "/work", "/sockets", None)
+    limits = command[command.index("prlimit"):command.index("--", command.index("prlimit"))]
+    assert ("--nproc=64" in limits, "--unshare-user" in command) == (bool(uid), bool(uid))
 
 
 def test_without_bubblewrap_autograde_refuses_unless_unsafe(tmp_path, monkeypatch):
