@@ -3,8 +3,8 @@
 The sandbox caps processes with RLIMIT_NPROC, which binds every user but root. Grading as root
 (containers, CI machines), a fork bomb is stopped here instead: the kernel starts inside a
 cgroup whose `pids.max` is the cap. That takes a pids hierarchy root may write to: cgroup v1's
-pids controller, or a cgroup v2 whose subtree has pids enabled. Where there is none, `parent()`
-is None and processes are not capped.
+pids controller, or cgroup v2 where this process's cgroup or an ancestor has pids enabled in its
+subtree (systemd's slices do). Where there is none, `parent()` is None and processes are not capped.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from contextlib import suppress
 from pathlib import Path
 
 PREFIX = "lab-kernel-"
+PROC = Path("/proc")  # where this process's cgroups and mounts are read
 
 
 def _mounts() -> list[tuple[str, str, str, set[str]]]:
     """(fstype, mount point, root of the hierarchy there, super options) of each cgroup mount."""
     found = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+    for line in (PROC / "self" / "mountinfo").read_text().splitlines():
         fields, _, tail = line.partition(" - ")
         fstype, _source, options = (tail.split() + ["", ""])[:3]
         if fstype in ("cgroup", "cgroup2"):
@@ -33,9 +34,10 @@ def _mounts() -> list[tuple[str, str, str, set[str]]]:
 
 
 def parent() -> Path | None:
-    """The cgroup this process is in, in a pids hierarchy it may create cgroups in; None if none."""
+    """Where a kernel's cgroup can be made, in a pids hierarchy this process may write to: its own
+    cgroup (v1), or its own or the nearest ancestor whose subtree has pids (v2); None if nowhere."""
     try:
-        memberships = Path("/proc/self/cgroup").read_text().splitlines()
+        memberships = (PROC / "self" / "cgroup").read_text().splitlines()
         mounts = _mounts()
     except OSError:
         return None
@@ -47,24 +49,34 @@ def parent() -> Path | None:
             if not (v1 or v2) or not path.startswith(root):
                 continue
             here = Path(point) / path[len(root):].lstrip("/")
-            subtree = here / "cgroup.subtree_control"
-            if v2 and not (subtree.exists() and "pids" in subtree.read_text().split()):
-                continue  # v2 offers pids.max to children only where the subtree has it
-            if os.access(here, os.W_OK):
+            if v2:  # pids.max comes with a child where the subtree has pids: here, or an ancestor
+                here = next((c for c in (here, *here.parents) if c.is_relative_to(point) and pids_in_subtree(c)), None)
+            if here is not None and os.access(here, os.W_OK):
                 return here
     return None
+
+
+def pids_in_subtree(group: Path) -> bool:
+    subtree = group / "cgroup.subtree_control"
+    return subtree.exists() and "pids" in subtree.read_text().split()
 
 
 def create(limit: int) -> Path:
     """A new cgroup capped at `limit` processes, under `parent()` (which must not be None)."""
     base = parent()
-    for stale in base.glob(f"{PREFIX}*"):  # left by a grader that was killed: removable once empty
-        with suppress(OSError):
-            stale.rmdir()
+    for stale in base.glob(f"{PREFIX}*"):
+        if not creator_alive(stale):  # a grader that was killed left it; another one's may be empty yet
+            with suppress(OSError):
+                stale.rmdir()
     group = base / f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
     group.mkdir()
     (group / "pids.max").write_text(str(limit))
     return group
+
+
+def creator_alive(group: Path) -> bool:
+    """Whether the process that created the cgroup (its pid is in the name) is still running."""
+    return Path("/proc", group.name.removeprefix(PREFIX).split("-")[0]).exists()
 
 
 def enter(group: Path, command: list[str]) -> list[str]:

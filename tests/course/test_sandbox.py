@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -143,10 +144,25 @@ def test_nothing_the_student_started_outlives_the_kernel(graded):
     assert f"attacker/{LESSON}: stopped: cell {cell}: " not in graded.run.stdout, "the leftover process started"
     assert not left_running(), "a process the submission started is still running after grading"
     if sandbox.process_cap() == "cgroup":
-        # A cgroup whose grader has exited was left behind (its name carries the grader's pid).
-        left = [g.name for g in cgroup.parent().glob(f"{cgroup.PREFIX}*")
-                if not Path("/proc", g.name.removeprefix(cgroup.PREFIX).split("-")[0]).exists()]
+        left = [g.name for g in cgroup.parent().glob(f"{cgroup.PREFIX}*") if not cgroup.creator_alive(g)]
         assert not left, f"kernel cgroups left behind: {left}"
+
+
+def test_a_kernel_cgroup_is_swept_only_once_its_grader_is_gone():
+    """Grading in parallel, one grader's new, still empty cgroup must survive another's sweep."""
+    if sandbox.process_cap() != "cgroup":
+        pytest.skip("no kernel cgroups here: processes are capped by RLIMIT_NPROC, or not at all")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = cgroup.parent() / f"{cgroup.PREFIX}{gone.stdout.strip()}-0"
+    orphan.mkdir()
+    mine = cgroup.create(8)
+    try:
+        newer = cgroup.create(8)
+        cgroup.remove(newer)
+        assert mine.exists() and not orphan.exists()
+    finally:
+        cgroup.remove(mine)
+        cgroup.remove(orphan)
 
 
 def test_the_process_cap_is_the_configured_one(graded):
