@@ -84,6 +84,29 @@ def enter(group: Path, command: list[str]) -> list[str]:
     return ["sh", "-c", 'echo $$ > "$1" && shift && exec "$@"', "sh", str(group / "cgroup.procs"), *command]
 
 
+def hit_the_cap(group: Path) -> bool:
+    """Whether a process in the cgroup was refused for the cap (pids.events counts it as max)."""
+    return int((group / "pids.events").read_text().split()[1]) > 0
+
+
+def hold(group: Path, keep: int) -> None:
+    """Kill every process in the cgroup but the `keep` started first, and let those start no more:
+    pids.max becomes their threads. A fork bomb's copies of the kernel keep every core busy, so the
+    kernel could not even answer an interrupt."""
+    def started(pid: str) -> int:
+        return int(Path("/proc", pid, "stat").read_text().rsplit(")", 1)[1].split()[19])
+
+    alive = []
+    for pid in (group / "cgroup.procs").read_text().split():
+        with suppress(OSError):
+            alive.append((started(pid), pid))
+    first = [pid for _, pid in sorted(alive)[:keep]]
+    (group / "pids.max").write_text(str(sum(len(os.listdir(f"/proc/{pid}/task")) for pid in first)))
+    for _, pid in sorted(alive)[keep:]:
+        with suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+
+
 def remove(group: Path, wait_seconds: float = 5) -> None:
     """Kill whatever is still in the cgroup, then remove it."""
     deadline = time.monotonic() + wait_seconds

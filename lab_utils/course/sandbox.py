@@ -8,7 +8,8 @@ folders (solutions/, submitted/, autograded/, feedback/) out of sight. `prlimit`
 caps its memory (address space), CPU time and processes; nbgrader's per-cell timeout stops a hang.
 The process cap is RLIMIT_NPROC in a user namespace of the sandbox's own, where it counts the
 kernel's processes alone; root, whom RLIMIT_NPROC does not bind, gets a pids cgroup instead
-(cgroup.py), where the machine lets root make one.
+(cgroup.py), where the machine lets root make one. With the cgroup, a cell that ran into the cap
+leaves no process but the kernel behind it, and the kernel may start no new one.
 
 The kernel talks to nbgrader over unix sockets (ZMQ's `ipc` transport) in a folder shared with
 the sandbox, since TCP on 127.0.0.1 does not cross into a sandbox without a network.
@@ -130,7 +131,8 @@ class SandboxKernelManager(AsyncKernelManager):
                 raise RuntimeError("bubblewrap is not installed (apt-get install bubblewrap): student code "
                                    "would run with your rights; `--unsafe` grades without a sandbox")
             # A short path of its own: a unix socket's path is limited to about 100 bytes.
-            self._sockets = tempfile.mkdtemp(prefix="lab-kernel-")
+            # Named as its cgroup is, after this grader, so that what a killed grader left can be told.
+            self._sockets = tempfile.mkdtemp(prefix=f"{cgroup.PREFIX}{os.getpid()}-")
             self.connection_file = os.path.join(self._sockets, "kernel.json")
             self.transport = "ipc"
             self.ip = os.path.join(self._sockets, "ipc")
@@ -145,6 +147,20 @@ class SandboxKernelManager(AsyncKernelManager):
         cmd = self._sandbox.command(cmd, workdir, self._sockets, self.config.CourseDirectory.get("root"))
         return cgroup.enter(self._group, cmd) if self._group else cmd
 
+    def end_fork_bomb(self) -> None:
+        """After the process cap refused the kernel a process, end every process but the kernel (sh's
+        bwrap, bwrap's init, the kernel: the three started first), and let it start no new one. A
+        fork bomb's copies would otherwise keep every core busy, and the kernel could not even
+        answer an interrupt."""
+        if getattr(self, "_group", None) and cgroup.hit_the_cap(self._group):
+            cgroup.hold(self._group, keep=3)
+
+    async def _async_interrupt_kernel(self) -> None:
+        self.end_fork_bomb()  # a cell past the timeout may be a fork bomb's
+        await super()._async_interrupt_kernel()
+
+    interrupt_kernel = _async_interrupt_kernel
+
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart)
         if getattr(self, "_sockets", None) and not restart:
@@ -153,6 +169,9 @@ class SandboxKernelManager(AsyncKernelManager):
             cgroup.remove(self._group)
             self._group = None
 
+    # nbclient calls this one, not the shutdown that calls the method above, when the kernel died.
+    cleanup_resources = _async_cleanup_resources
+
 
 class SandboxedExecute(Execute):
     """nbgrader's Execute step with the kernel in the sandbox."""
@@ -160,6 +179,12 @@ class SandboxedExecute(Execute):
     def __init__(self, **kw):
         kw.setdefault("kernel_manager_class", SandboxKernelManager)
         super().__init__(**kw)
+
+    def preprocess_cell(self, cell, resources, index):
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        if isinstance(self.km, SandboxKernelManager):
+            self.km.end_fork_bomb()  # the next cell runs without what a bomb in this one left
+        return cell, resources
 
 
 def install(c: Config) -> None:

@@ -35,6 +35,9 @@ LESSON = LESSONS[0]
 TOKEN = uuid.uuid4().hex[:8]
 HOME_FILE = Path.home() / f"lab-sandbox-{TOKEN}.txt"
 TMP_FILE = Path("/tmp") / f"lab-sandbox-{TOKEN}.txt"
+# The classic fork bomb, a third student's: every copy forks on, and the copies at the cap keep the
+# cores so busy that the kernel could not even answer an interrupt.
+BOMB = "import os\nwhile True:\n    os.fork()"
 MAX_PROCESSES = 100
 
 
@@ -59,11 +62,12 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
                      f"{TOKEN!r}], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, "
                      "stderr=subprocess.DEVNULL)", ""),
         # Processes started until one is refused, each waiting a minute; at most 3000, so that a missing
-        # cap fails the test instead of the machine. It prints how many it got. Last: what it starts
-        # holds the cap until the kernel ends, and the leftover above must start.
-        "forks": ("import os, time\nstarted = 0\ntry:\n    while started < 3000:\n        if os.fork() == 0:\n"
-                  "            time.sleep(60)\n            os._exit(0)\n        started += 1\nfinally:\n"
-                  "    print(f'started {started}')", "the process cap refused a new process"),
+        # cap fails the test instead of the machine. It prints how many it got, then ends them.
+        "forks": ("import os, signal, time\nchildren = []\ntry:\n    while len(children) < 3000:\n"
+                  "        if (pid := os.fork()) == 0:\n            time.sleep(60)\n            os._exit(0)\n"
+                  "        children.append(pid)\nfinally:\n    print(f'started {len(children)}')\n"
+                  "    for pid in children:\n        os.kill(pid, signal.SIGKILL)\n        os.waitpid(pid, 0)",
+                  "the process cap refused a new process"),
     }
 
 
@@ -95,6 +99,8 @@ def graded():
         for at, (code, _) in enumerate(cases.values(), 1):
             with_cell(attacker, code, at)
         submit(root, "attacker", LESSON, attacker)
+        submit(root, "bomber", LESSON, with_cell(solution(root, LESSON), BOMB))
+        submit(root, "quitter", LESSON, with_cell(solution(root, LESSON), "import os\nos._exit(0)"))
         run = course_cli(root, "autograde", "--jobs", "2")
         course_cli(root, "grades")
         yield SimpleNamespace(root=root, run=run, cases=cases, reached=reached, neighbour_before=neighbour_before,
@@ -110,8 +116,8 @@ def graded():
 
 def test_every_submission_is_still_graded_in_full(graded):
     assert graded.run.returncode == 0
-    assert "autograde: 2 of 2 submissions done" in graded.run.stdout
-    table = graded.table
+    assert "autograde: 4 of 4 submissions done" in graded.run.stdout
+    table = graded.table.drop("quitter")  # its kernel exits at once, by its own hand
     assert (table.auto_score == table.auto_max).all(), "an attack cell must not cost the rest of the notebook"
     assert not table.status.str.startswith("not graded").any()
 
@@ -146,6 +152,9 @@ def test_nothing_the_student_started_outlives_the_kernel(graded):
     if sandbox.process_cap() == "cgroup":
         left = [g.name for g in cgroup.parent().glob(f"{cgroup.PREFIX}*") if not cgroup.creator_alive(g)]
         assert not left, f"kernel cgroups left behind: {left}"
+    # The kernels' socket folders too, the quitter's (whose kernel died) among them.
+    left = [d.name for d in Path(tempfile.gettempdir()).glob(f"{cgroup.PREFIX}*") if not cgroup.creator_alive(d)]
+    assert not left, f"kernel socket folders left behind: {left}"
 
 
 def test_a_kernel_cgroup_is_swept_only_once_its_grader_is_gone():
@@ -163,6 +172,15 @@ def test_a_kernel_cgroup_is_swept_only_once_its_grader_is_gone():
     finally:
         cgroup.remove(mine)
         cgroup.remove(orphan)
+
+
+def test_a_fork_bomb_ends_in_its_cell_and_the_rest_is_graded(graded):
+    if not sandbox.process_cap():
+        pytest.skip("processes cannot be capped here (root, no pids cgroup): autograde warns of it")
+    notes = [line for line in graded.run.stdout.splitlines() if line.startswith(f"  note    bomber/{LESSON}: ")]
+    # The bomb's cell ends at the cap or at the timeout, whichever its kernel meets first.
+    assert len(notes) == 1 and re.search("stopped: cell 2: (the process cap refused|.*per-cell timeout)", notes[0])
+    assert graded.table.loc["bomber", "auto_score"] == graded.table.loc["bomber", "auto_max"]
 
 
 def test_the_process_cap_is_the_configured_one(graded):
