@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if not (args.unsafe or sandbox.process_cap()):
             print("the sandbox cannot cap processes here: grading as root, with no pids cgroup root may create "
-                  "(cgroup v1's pids controller, or a cgroup v2 with pids in its subtree). A fork bomb then "
-                  "slows grading until the per-cell timeout ends its kernel.", file=sys.stderr)
+                  "(cgroup v1's pids controller, or a cgroup v2 with pids in its subtree). A fork bomb can then "
+                  "fill the machine until the per-cell timeout makes nbgrader end its kernel.", file=sys.stderr)
         steps = autograde.autograde_all(root, args.lesson, args.jobs, args.unsafe, args.student)
     else:
         steps = feedback.feedback_all(root, args.lesson)
