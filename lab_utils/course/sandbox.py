@@ -116,6 +116,9 @@ def process_cap() -> str:
 class SandboxKernelManager(AsyncKernelManager):
     """A kernel started inside the sandbox, reached over unix sockets."""
 
+    _sockets: str | None = None  # the folder of its unix sockets, once started in the sandbox
+    _group: Path | None = None  # its pids cgroup, where root's kernels get one (cgroup.py)
+
     @property
     def kernel_spec(self):
         spec = super().kernel_spec
@@ -152,7 +155,7 @@ class SandboxKernelManager(AsyncKernelManager):
         bwrap, bwrap's init, the kernel: the three started first), and let it start no new one. A
         fork bomb's copies would otherwise keep every core busy, and the kernel could not even
         answer an interrupt."""
-        if getattr(self, "_group", None) and cgroup.hit_the_cap(self._group):
+        if self._group and cgroup.hit_the_cap(self._group):
             cgroup.hold(self._group, keep=3)
 
     async def _async_interrupt_kernel(self) -> None:
@@ -163,9 +166,9 @@ class SandboxKernelManager(AsyncKernelManager):
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart)
-        if getattr(self, "_sockets", None) and not restart:
+        if self._sockets and not restart:
             shutil.rmtree(self._sockets, ignore_errors=True)
-        if getattr(self, "_group", None):  # its processes have ended with the kernel, restarted or not
+        if self._group:  # its processes have ended with the kernel, restarted or not
             cgroup.remove(self._group)
             self._group = None
 
