@@ -73,4 +73,4 @@ backup:  ## a dated copy of gradebook.db in backups/
 		|| cp gradebook.db backups/gradebook-$$(date +%Y%m%d-%H%M%S).db
 
 clean:  ## remove what commands remake (the gradebook and submissions stay)
-	rm -rf $(VENV) work artifacts/browser autograded feedback grades.csv grades_canvas.csv grades_by_exercise.*
+	rm -rf $(VENV) work artifacts/browser autograded feedback grades.csv grades_canvas.csv grades_by_exercise.* autograde_logs

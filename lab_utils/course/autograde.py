@@ -35,6 +35,7 @@ from lab_utils.files import atomic_write_text
 from lab_utils.paths import ROOT
 
 STATUS_FILE = "autograde_status.json"
+KERNEL_LOGS = "autograde_logs"  # <student>/<lesson>.log: what each submission's kernel wrote to stderr
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,14 @@ def failure_reason(result: dict) -> str:
     return (raised or [line for line in lines if line] or ["no log"])[-1]
 
 
+def kernel_said(log: Path, root: Path) -> str:
+    """The last line the kernel wrote to stderr, and where the rest is (a kernel that would not start
+    says why there, e.g. bwrap's refusal); "" when it wrote nothing."""
+    lines = [line.strip() for line in log.read_text(errors="replace").splitlines()] if log.exists() else []
+    lines = [line for line in lines if line]
+    return f"; its kernel's last message: {lines[-1][:300]!r} (all in {log.relative_to(root)})" if lines else ""
+
+
 def precheck(student: str, lesson: str, root: Path, gb: Gradebook) -> str | None:
     """Why the submission cannot be graded, checked before nbgrader sees it; None when it can."""
     try:
@@ -156,9 +165,14 @@ def grade(root: Path, student: str, lesson: str, unsafe: bool = False) -> Outcom
     with gradebook(root) as gb:
         outcome = Outcome(student, lesson, problem=precheck(student, lesson, root, gb))
     if not outcome.problem:
+        log = Path(root) / KERNEL_LOGS / student / f"{lesson}.log"
+        log.unlink(missing_ok=True)  # this grading's messages only
         settings = Config()
         settings.Sandbox.enabled = not unsafe
+        settings.Sandbox.kernel_log = str(log)
         result = api(root, settings).autograde(lesson, student)
+        if log.exists() and not log.stat().st_size:
+            log.unlink()  # a kernel that said nothing leaves no log
         if result["success"]:
             outcome.score = score(lesson, student, root)
             if outcome.score.seconds_late:
@@ -169,8 +183,9 @@ def grade(root: Path, student: str, lesson: str, unsafe: bool = False) -> Outcom
             outcome.notes += [f"stopped: {what}" for what in incidents(nbformat.read(graded, as_version=4), root)]
             outcome.flags = integrity.findings(graded)
         else:
-            outcome.problem = (f"nbgrader failed ({failure_reason(result)}); `.venv/bin/nbgrader autograde {lesson} "
-                               f"--student {student} --force` shows its whole log")
+            outcome.problem = (f"nbgrader failed ({failure_reason(result)}){kernel_said(log, root)}; "
+                               f"`.venv/bin/nbgrader autograde {lesson} --student {student} --force` "
+                               "shows its whole log")
     outcome.seconds = time.perf_counter() - start
     return outcome
 

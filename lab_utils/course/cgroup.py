@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 import time
 import uuid
 from contextlib import suppress
 from pathlib import Path
+
+from lab_utils.course.processes import kill, started, threads
 
 PREFIX = "lab-kernel-"
 PROC = Path("/proc")  # where this process's cgroups and mounts are read
@@ -93,26 +94,17 @@ def hold(group: Path, keep: int) -> None:
     """Kill every process in the cgroup but the `keep` started first, and let those start no more:
     pids.max becomes their threads. A fork bomb's copies of the kernel keep every core busy, so the
     kernel could not even answer an interrupt."""
-    def started(pid: int) -> int:
-        return int(Path("/proc", str(pid), "stat").read_text().rsplit(")", 1)[1].split()[19])
-
     alive = []
     for pid in _members(group):
         with suppress(OSError):
             alive.append((started(pid), pid))
     first = [pid for _, pid in sorted(alive)[:keep]]
-    (group / "pids.max").write_text(str(sum(len(os.listdir(f"/proc/{pid}/task")) for pid in first)))
-    _kill(pid for _, pid in sorted(alive)[keep:])
+    (group / "pids.max").write_text(str(threads(first)))
+    kill(pid for _, pid in sorted(alive)[keep:])
 
 
 def _members(group: Path) -> list[int]:
     return [int(pid) for pid in (group / "cgroup.procs").read_text().split()]
-
-
-def _kill(pids) -> None:
-    for pid in pids:
-        with suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
 
 
 def remove(group: Path, wait_seconds: float = 5) -> None:
@@ -120,7 +112,7 @@ def remove(group: Path, wait_seconds: float = 5) -> None:
     deadline = time.monotonic() + wait_seconds
     while True:
         with suppress(OSError):
-            _kill(_members(group))
+            kill(_members(group))
         try:
             group.rmdir()
             return

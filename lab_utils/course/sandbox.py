@@ -8,8 +8,8 @@ folders (solutions/, submitted/, autograded/, feedback/) out of sight. `prlimit`
 caps its memory (address space), CPU time and processes; nbgrader's per-cell timeout stops a hang.
 The process cap is RLIMIT_NPROC in a user namespace of the sandbox's own, where it counts the
 kernel's processes alone; root, whom RLIMIT_NPROC does not bind, gets a pids cgroup instead
-(cgroup.py), where the machine lets root make one. With the cgroup, a cell that ran into the cap
-leaves no process but the kernel behind it, and the kernel may start no new one.
+(cgroup.py), where the machine lets root make one. A cell that ran into the cap leaves no process
+but the kernel behind it, and the kernel may start no new one (processes.py without a cgroup).
 
 The kernel talks to nbgrader over unix sockets (ZMQ's `ipc` transport) in a folder shared with
 the sandbox, since TCP on 127.0.0.1 does not cross into a sandbox without a network.
@@ -34,10 +34,10 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer
+from traitlets import Bool, Integer, Unicode
 from traitlets.config import Config, Configurable
 
-from lab_utils.course import cgroup
+from lab_utils.course import cgroup, processes
 from lab_utils.paths import ROOT
 
 INSTRUCTOR_FOLDERS = ("solutions", "submitted", "autograded", "feedback")
@@ -62,6 +62,8 @@ class Sandbox(Configurable):
     cpu_seconds = Integer(300, help="CPU-time cap of the kernel over the whole notebook.").tag(config=True)
     tmp_mb = Integer(256, help="Size of the kernel's private /tmp, in MiB.").tag(config=True)
     max_processes = Integer(512, help="Processes and threads the kernel may run at once.").tag(config=True)
+    kernel_log = Unicode("", help="File for the kernel's own messages (its stderr); empty: this "
+                                  "process's stderr. autograde gives each submission one.").tag(config=True)
 
     def command(self, kernel: list[str], workdir: str, sockets: str, course_root: str | None) -> list[str]:
         """The kernel's argv wrapped in bwrap and prlimit."""
@@ -118,6 +120,7 @@ class SandboxKernelManager(AsyncKernelManager):
 
     _sockets: str | None = None  # the folder of its unix sockets, once started in the sandbox
     _group: Path | None = None  # its pids cgroup, where root's kernels get one (cgroup.py)
+    _log = None  # the open file of Sandbox.kernel_log
 
     @property
     def kernel_spec(self):
@@ -129,6 +132,11 @@ class SandboxKernelManager(AsyncKernelManager):
 
     async def _async_pre_start_kernel(self, **kw):
         self._sandbox = Sandbox(parent=self)
+        if self._sandbox.kernel_log:
+            # A fork bomb's copies of the kernel each write ipykernel's warnings: hundreds of them.
+            log = Path(self._sandbox.kernel_log)
+            log.parent.mkdir(parents=True, exist_ok=True)
+            self._log = kw["stderr"] = log.open("ab")
         if self._sandbox.enabled:
             if not available():
                 raise RuntimeError("bubblewrap is not installed (apt-get install bubblewrap): student code "
@@ -151,12 +159,14 @@ class SandboxKernelManager(AsyncKernelManager):
         return cgroup.enter(self._group, cmd) if self._group else cmd
 
     def end_fork_bomb(self) -> None:
-        """After the process cap refused the kernel a process, end every process but the kernel (sh's
-        bwrap, bwrap's init, the kernel: the three started first), and let it start no new one. A
-        fork bomb's copies would otherwise keep every core busy, and the kernel could not even
-        answer an interrupt."""
-        if self._group and cgroup.hit_the_cap(self._group):
-            cgroup.hold(self._group, keep=3)
+        """After the process cap refused the kernel a process, end every process but the kernel, and
+        let it start no new one. A fork bomb's copies would otherwise keep every core busy, and the
+        kernel could not even answer an interrupt."""
+        if self._group:
+            if cgroup.hit_the_cap(self._group):
+                cgroup.hold(self._group, keep=3)  # sh's bwrap, bwrap's init, the kernel: the three started first
+        elif self._sandbox.enabled and process_cap() == "rlimit" and self.has_kernel:
+            processes.end_fork_bomb(self.provisioner.process.pid, self._sandbox.max_processes)
 
     async def _async_interrupt_kernel(self) -> None:
         self.end_fork_bomb()  # a cell past the timeout may be a fork bomb's
@@ -171,6 +181,8 @@ class SandboxKernelManager(AsyncKernelManager):
         if self._group:  # its processes have ended with the kernel, restarted or not
             cgroup.remove(self._group)
             self._group = None
+        if self._log and not restart:
+            self._log.close()
 
     # nbclient calls this one, not the shutdown that calls the method above, when the kernel died.
     cleanup_resources = _async_cleanup_resources

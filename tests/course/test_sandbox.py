@@ -184,6 +184,16 @@ def test_a_fork_bomb_ends_in_its_cell_and_the_rest_is_graded(graded):
     assert graded.table.loc["bomber", "auto_score"] == graded.table.loc["bomber", "auto_max"]
 
 
+def test_a_kernel_that_cannot_start_says_why(tmp_path):
+    """What a kernel writes to stderr goes to its submission's log (a fork bomb's copies write
+    hundreds of warnings), and its last line into the problem when grading failed."""
+    root = new_course(tmp_path / "course", [LESSON], "c.Sandbox.memory_mb = 8")  # too little to load Python
+    submit(root, "ada", LESSON, solution(root, LESSON))
+    run = course_cli(root, "autograde")
+    assert "nbgrader failed (RuntimeError: Kernel died before replying to kernel_info)" in run.stdout
+    assert re.search(r"its kernel's last message: '.*failed to map segment.*' \(all in autograde_logs/ada/", run.stdout)
+
+
 @needs_cap
 def test_the_process_cap_is_the_configured_one(graded):
     nb = nbformat.read(graded.root / "autograded" / "attacker" / LESSON / f"{LESSON}.ipynb", as_version=4)
