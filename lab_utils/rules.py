@@ -52,9 +52,10 @@ _SEP = r"[ \t().\-/\u00a0\u202f\u2009\u2010\u2011\u2012\u2013]"
 _EXTENSION = r"(?i:[ \t]*+(?:;ext=|ext\.?|extension|x|\#)[ \t]*+\d{1,6}+)"
 # A phone candidate: optional tel: (RFC 3966), "+" or "(", digit groups joined by separators,
 # an optional extension. It may not continue an identifier, a version or a decimal (t-8801,
-# C-4471, v2.1, #4e32ff). Whether it IS a phone is decided afterwards, in Python (_is_phone):
+# C-4471, v2.1, #4e32ff), nor a number with thousands (1,234,567); after a comma that ends a
+# word or an email it may start (jane@acme.com,+380671234455). Whether it IS a phone is decided afterwards, in Python (_is_phone):
 # a pattern that could fail at its end would be retried from every later digit (quadratic).
-_CANDIDATE = re.compile(rf"(?<![\w+\-/.,#])(?:tel:)?+[+(]?+\+?+\d(?:{_SEP}*+\d)*+{_EXTENSION}?+")
+_CANDIDATE = re.compile(rf"(?<![\w+\-/.#])(?<!\d,)(?:tel:)?+[+(]?+\+?+\d(?:{_SEP}*+\d)*+{_EXTENSION}?+")
 
 MIN_PHONE_DIGITS = 7  # a run this long is a phone unless it has the shape of something else
 MIN_SHORT_PHONE_DIGITS = 5  # small territories' numbers (+290 22158): only with a phone word near

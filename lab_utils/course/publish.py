@@ -37,7 +37,7 @@ lab: $(READY)  ## open the lessons in JupyterLab
 
 # `make validate LESSON=01_naive_memory`: what the Validate button does, from the command line.
 validate: $(READY)
-\t$(BIN)/nbgrader validate lessons/$(or $(LESSON),*)/*.ipynb
+\tJUPYTER_CONFIG_PATH=$(CURDIR)/jupyter_config $(BIN)/nbgrader validate lessons/$(or $(LESSON),*)/*.ipynb
 """
 
 GITIGNORE = """\

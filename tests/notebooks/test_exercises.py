@@ -19,14 +19,17 @@ Validator itself checks this shortcut (the released lesson filled with every `di
 once, and one broken rule), and the grading-day test checks it against nbgrader's autograde.
 """
 
+import re
 import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbgrader.validator import Validator
+from traitlets.config.loader import PyFileConfigLoader
 
 from fixture_trials import break_trials, different_trials, reference_answers, rule_breaks
+from lab_utils.paths import ROOT
 from nbtools import (STUDENTS, exercises, fixture_answers, fixture_lessons, nbgrader_meta, notebook_path, points_lost,
                      with_answers)
 
@@ -41,6 +44,14 @@ def lesson_copy(lesson: str, answers: dict[str, str], folder: Path) -> tuple[nbf
     path = folder / released.name
     nbformat.write(nb, path)
     return nb, path
+
+
+def shown_whole(text: str, substring: str) -> bool:
+    """Whether `nbgrader validate` shows `substring` uncut: it indents each line of an error by 4 and
+    cuts it at the students' Validator.width (jupyter_config/, as make lab and Binder load it)."""
+    width = PyFileConfigLoader("nbgrader_config.py", str(ROOT / "jupyter_config")).load_config().Validator.width
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines()
+    return any(4 + line.index(substring) + len(substring) <= width - 3 for line in lines if substring in line)
 
 
 def validate(path) -> dict:
@@ -74,6 +85,8 @@ def test_each_broken_rule_fails_a_visible_test_that_names_it(lesson, tried):
         elif not any(substring in text for text in failed.values()):
             problems.append(f"{trial.label}: no visible test says {substring!r}; they say:\n"
                             f"{next(iter(failed.values()))[-600:]}")
+        elif not any(shown_whole(text, substring) for text in failed.values()):
+            problems.append(f"{trial.label}: `nbgrader validate` cuts the line before {substring!r} ends")
     assert not problems, f"Validate passes or stays silent on broken rules of {lesson}:\n" + "\n".join(problems)
 
 

@@ -90,6 +90,12 @@ def test_an_email_between_two_phones_keeps_them_apart():
     assert redact("+380 44 123 45 67 x@y.com (044) 123-45-67") == "[PHONE] [EMAIL] [PHONE]"
 
 
+def test_a_phone_right_after_a_comma_is_found_but_not_a_number_with_thousands():
+    assert redact("Customer jane.doe@acme.com,+380671234455 asked") == "Customer [EMAIL],[PHONE] asked"
+    assert redact("call,415-555-0134") == "call,[PHONE]"
+    assert redact("12,345,678 rows and 1,250,000 users") == "12,345,678 rows and 1,250,000 users"
+
+
 def test_find_pii_returns_what_redact_replaces():
     text = "jane.doe2024@acme.com asked for a callback at +380 67 123 4567 (order 5512, 2026-01-05)"
     assert find_pii(text) == ["jane.doe2024@acme.com", "+380 67 123 4567"]
