@@ -1,10 +1,12 @@
 """Student code runs in a sandbox while nbgrader grades it.
 
 Only the kernel is sandboxed, not nbgrader: the kernel that runs a submission is started by
-Debian's bubblewrap (`bwrap`) with the whole system read-only, the submission's working copy
-(autograded/<student>/<lesson>/) the only writable folder, a private /tmp, no network, its own
-process namespace (what the student's code starts ends with the kernel), and the instructor's
-folders (solutions/, submitted/, autograded/, feedback/) out of sight. `prlimit`
+Debian's bubblewrap (`bwrap`). It sees the system's folders (/usr, /etc, …) read-only, the Python it
+runs on and the course package with its data, and the submission's working copy
+(autograded/<student>/<lesson>/), read-only too; nothing else of the machine: not the course folder
+(solutions, gradebook, git history), not the homes, not /etc/shadow. It writes only to a private
+/tmp, has no network, only a few of the grader's environment variables (no key or token), and its
+own process namespace (what the student's code starts ends with the kernel). `prlimit`
 caps its memory (address space), CPU time and processes; nbgrader's per-cell timeout stops a hang.
 The process cap is RLIMIT_NPROC in a user namespace of the sandbox's own, where it counts the
 kernel's processes alone; root, whom RLIMIT_NPROC does not bind, gets a pids cgroup instead
@@ -38,14 +40,14 @@ from traitlets import Bool, Integer, Unicode
 from traitlets.config import Config, Configurable
 
 from lab_utils.course import cgroup, processes
-from lab_utils.paths import ROOT
+from lab_utils.paths import DATA_DIR, PACKAGE_DIR
 
 INSTRUCTOR_FOLDERS = ("solutions", "submitted", "autograded", "feedback")
 # What each error means when the sandbox or the timeout stopped a cell.
 STOPPED = {
     "CellTimeoutError": "a cell ran past the per-cell timeout and was interrupted",
     "MemoryError": "the memory cap stopped an allocation",
-    "Read-only file system": "a write outside the submission's folder was refused",
+    "Read-only file system": "a write outside /tmp was refused (the sandbox is read-only elsewhere)",
     "Network is unreachable": "a network connection was refused (no network in the sandbox)",
     "Connection refused": "a network connection was refused (no network in the sandbox)",
     "No space left on device": "a write failed on a full disk (the private /tmp holds c.Sandbox.tmp_mb)",
@@ -65,7 +67,7 @@ class Sandbox(Configurable):
     kernel_log = Unicode("", help="File for the kernel's own messages (its stderr); empty: this "
                                   "process's stderr. autograde gives each submission one.").tag(config=True)
 
-    def command(self, kernel: list[str], workdir: str, sockets: str, course_root: str | None) -> list[str]:
+    def command(self, kernel: list[str], workdir: str, sockets: str) -> list[str]:
         """The kernel's argv wrapped in bwrap and prlimit."""
         # The private /tmp must not hide the Python and the course package the kernel runs on.
         # (The folder, not the file: a venv's python is a link to the base one, and must stay in its venv.)
@@ -73,35 +75,61 @@ class Sandbox(Configurable):
         # -P: the submission's folder is not put first on the import path, so a handed-in
         # ipykernel_launcher.py cannot replace the kernel before any check runs.
         kernel = [python, "-P", *kernel[1:]]
-        needed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, ROOT)}
-        shown = [arg for path in sorted(needed) if path.startswith("/tmp/") for arg in ("--ro-bind", path, path)]
-        hidden = []
-        for name in INSTRUCTOR_FOLDERS if course_root else ():
-            folder = os.path.join(course_root, name)
-            if os.path.isdir(folder):
-                hidden += ["--tmpfs", folder]
         # RLIMIT_NPROC counts a user's processes per user namespace, so in one of the sandbox's own it
         # counts the kernel's alone. It does not bind root, who gets a pids cgroup (SandboxKernelManager).
         rootless = process_cap() == "rlimit"
+        # The grader's home, empty and read-only: a write there fails as any write outside /tmp does.
+        home = os.path.realpath(os.path.expanduser("~"))
+        home = [] if home in ("/", "/tmp") or home.startswith("/tmp/") else [home]
         return [
             "bwrap", *(["--unshare-user"] if rootless else []),
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--size", str(self.tmp_mb * 2**20), "--tmpfs", "/tmp", *shown,
-            *hidden,
-            "--bind", workdir, workdir, "--bind", sockets, sockets,
-            # The hidden folders hold nothing; make them read-only so a write there fails loudly.
-            *[arg for i in range(1, len(hidden), 2) for arg in ("--remount-ro", hidden[i])],
+            *system_mounts(), "--dev", "/dev", "--proc", "/proc",
+            "--size", str(self.tmp_mb * 2**20), "--tmpfs", "/tmp", *[arg for h in home for arg in ("--tmpfs", h)],
+            *[arg for path in python_and_course() for arg in ("--ro-bind", path, path)],
+            # The submission is read, not written: what the student's code writes goes to /tmp.
+            "--ro-bind", workdir, workdir, "--bind", sockets, sockets,
+            *[arg for h in home for arg in ("--remount-ro", h)], "--remount-ro", "/",
             # A process of its own namespace: whatever the student's code starts dies with the kernel,
             # so nothing can rewrite the graded notebook after nbgrader has read it.
             "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-pid", "--die-with-parent",
+            # Only what a kernel needs of the grader's environment: no key or token reaches student code.
+            "--clearenv", *[arg for name, value in kept_environment().items() for arg in ("--setenv", name, value)],
             # ipykernel would watch nbgrader's pid, which its namespace cannot see, and quit at once; its
             # parent there is the namespace's init (pid 1), which ipykernel knows not to watch.
-            "--setenv", "JPY_PARENT_PID", "1",
+            "--setenv", "JPY_PARENT_PID", "1", "--setenv", "HOME", "/tmp",
             "--setenv", "LAB_WORK_DIR", "/tmp/work", "--setenv", "IPYTHONDIR", "/tmp/ipython",
             "--setenv", "MPLCONFIGDIR", "/tmp/matplotlib", "--chdir", workdir,
             "prlimit", f"--as={self.memory_mb * 2**20}", f"--cpu={self.cpu_seconds}",
             *([f"--nproc={self.max_processes}"] if rootless else []), "--", *kernel,
         ]
+
+
+# The system the kernel sees, read-only; nothing else of the machine (homes, other folders, the
+# course's own folder with its solutions, gradebook and git history) is there.
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+SECRETS = ("/etc/shadow", "/etc/gshadow")  # readable by root, who may be grading
+KEPT_VARIABLES = ("PATH", "PYTHONPATH", "LANG", "LANGUAGE", "TZ", "NBGRADER_EXECUTION", "NBGRADER_VALIDATING")
+
+
+def system_mounts() -> list[str]:
+    mounts = []
+    for path in SYSTEM:
+        if os.path.islink(path):  # merged /usr: /bin -> usr/bin
+            mounts += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            mounts += ["--ro-bind", path, path]
+    return mounts + [arg for path in SECRETS if os.path.exists(path) for arg in ("--ro-bind", "/dev/null", path)]
+
+
+def python_and_course() -> list[str]:
+    """What the kernel runs on, outside the system folders: the environment, its base Python, the
+    course package and its data; parents first, so that a bind inside another is not hidden by it."""
+    needed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, PACKAGE_DIR, DATA_DIR)}
+    return sorted(p for p in needed if not any(p == s or p.startswith(s + os.sep) for s in SYSTEM))
+
+
+def kept_environment() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items() if name in KEPT_VARIABLES or name.startswith("LC_")}
 
 
 def available() -> bool:
@@ -155,7 +183,7 @@ class SandboxKernelManager(AsyncKernelManager):
         if not self._sandbox.enabled:
             return cmd
         workdir = os.path.realpath(self._launch_args.get("cwd") or os.getcwd())
-        cmd = self._sandbox.command(cmd, workdir, self._sockets, self.config.CourseDirectory.get("root"))
+        cmd = self._sandbox.command(cmd, workdir, self._sockets)
         return cgroup.enter(self._group, cmd) if self._group else cmd
 
     def end_fork_bomb(self) -> None:

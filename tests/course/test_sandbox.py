@@ -39,6 +39,7 @@ TMP_FILE = Path("/tmp") / f"lab-sandbox-{TOKEN}.txt"
 # cores so busy that the kernel could not even answer an interrupt.
 BOMB = "import os\nwhile True:\n    os.fork()"
 MAX_PROCESSES = 100
+KEY = f"sk-ant-canary-{TOKEN}"
 UNCAPPED = "processes cannot be capped here (root, no pids cgroup): autograde warns of it"
 needs_cap = pytest.mark.skipif(not sandbox.process_cap(), reason=UNCAPPED)
 
@@ -52,11 +53,19 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
         "network": (f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)",
                     "network connection was refused"),
         "gradebook": (f"open({str(root / 'gradebook.db')!r}, 'ab').write(b'0 points for all')",
-                      "write outside the submission's folder was refused"),
+                      "write outside /tmp was refused"),
         "neighbour": (f"open({str(neighbour)!r}, 'w').write('{{}}')", "submitted/ was out of reach"),
         "home": (f"open({str(HOME_FILE)!r}, 'w').write('was here')",
-                 "write outside the submission's folder was refused"),
+                 "write outside /tmp was refused"),
         "tmp": (f"open({str(TMP_FILE)!r}, 'w').write('was here')", ""),
+        # What a student would look for: the answers, the gradebook, git history, a key in the environment.
+        "look": ("import glob, os\n"
+                 f"found = [p for base in ({str(root)!r}, {str(ROOT)!r}, os.path.expanduser('~'), '/work', '/home')\n"
+                 "         for p in glob.glob(base + '/**', recursive=True)\n"
+                 "         if 'solutions' in p or p.endswith('gradebook.db') or '/.git/' in p or 'fixtures' in p]\n"
+                 "key = os.environ.get('ANTHROPIC_API_KEY')\n"
+                 "print(f'found {len(found)} {found[:3]}; key {key}; shadow {os.path.getsize(\"/etc/shadow\") if os.path.exists(\"/etc/shadow\") else 0}')",
+                 ""),
         # A process left running, in a session of its own (out of the kernel's process group, which
         # is stopped with the kernel) and holding none of its pipes, to change the graded notebook
         # after nbgrader has read it.
@@ -103,7 +112,9 @@ def graded():
         submit(root, "attacker", LESSON, attacker)
         submit(root, "bomber", LESSON, with_cell(solution(root, LESSON), BOMB))
         submit(root, "quitter", LESSON, with_cell(solution(root, LESSON), "import os\nos._exit(0)"))
-        run = course_cli(root, "autograde", "--jobs", "2")
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("ANTHROPIC_API_KEY", KEY)  # the grader's own, which no kernel may see
+            run = course_cli(root, "autograde", "--jobs", "2")
         course_cli(root, "grades")
         yield SimpleNamespace(root=root, run=run, cases=cases, reached=reached, neighbour_before=neighbour_before,
                               table=pd.read_csv(root / "grades.csv").set_index("student"))
@@ -179,8 +190,9 @@ def test_a_kernel_cgroup_is_swept_only_once_its_grader_is_gone():
 @needs_cap
 def test_a_fork_bomb_ends_in_its_cell_and_the_rest_is_graded(graded):
     notes = [line for line in graded.run.stdout.splitlines() if line.startswith(f"  note    bomber/{LESSON}: ")]
-    # The bomb's cell ends at the cap or at the timeout, whichever its kernel meets first.
-    assert len(notes) == 1 and re.search("stopped: cell 2: (the process cap refused|.*per-cell timeout)", notes[0])
+    # The bomb's cell ends at the cap or at the timeout, or both, as its kernel meets them.
+    assert notes and all("stopped: cell 2: " in note for note in notes), notes
+    assert any(re.search("the process cap refused|per-cell timeout", note) for note in notes), notes
     assert graded.table.loc["bomber", "auto_score"] == graded.table.loc["bomber", "auto_max"]
 
 
@@ -203,6 +215,13 @@ def test_the_process_cap_is_the_configured_one(graded):
     assert MAX_PROCESSES // 2 < started < MAX_PROCESSES
 
 
+def test_the_answers_and_the_graders_secrets_are_out_of_sight(graded):
+    nb = nbformat.read(graded.root / "autograded" / "attacker" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for cell in nb.cells for o in cell.get("outputs", []))
+    assert "found 0 []; key None; shadow 0" in printed, printed[-500:]
+    assert KEY not in printed
+
+
 def test_nothing_outside_the_working_copy_changed(graded):
     assert not graded.reached, "the server on 127.0.0.1 was reached"
     assert not HOME_FILE.exists() and not TMP_FILE.exists()
@@ -217,7 +236,7 @@ def test_the_kernel_command_caps_processes_as_the_user_can(monkeypatch, uid):
     kernel's processes alone; the attack above checks root's cgroup)."""
     monkeypatch.setattr(os, "geteuid", lambda: uid)
     command = sandbox.Sandbox(max_processes=64).command([sys.executable, "-m", "ipykernel_launcher"],
-                                                        "/work", "/sockets", None)
+                                                        "/work", "/sockets")
     limits = command[command.index("prlimit"):command.index("--", command.index("prlimit"))]
     assert ("--nproc=64" in limits, "--unshare-user" in command) == (bool(uid), bool(uid))
 

@@ -5,8 +5,10 @@ test_grading_day.py, which grades a whole class the way an instructor does.
 """
 
 import json
+import re
 import shutil
 
+import nbformat
 import pytest
 
 from lab_utils import course
@@ -28,3 +30,21 @@ def test_lessons_are_what_release_makes(lesson, course_root):
     generated = json.loads(notebook_path("lessons", lesson, course_root).read_text())
     committed = json.loads(notebook_path("lessons", lesson).read_text())
     assert committed == generated, f"lessons/{lesson} is stale: run `make release` and commit"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_each_exercise_header_states_its_points(lesson):
+    """"### Exercise 3 — … (9 points)": the points of the graded cells up to the next ### header."""
+    nb = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    stated, counted, header = {}, {}, None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and (headers := re.findall(r"^### .*$", cell.source, re.M)):
+            said = re.search(r"\((\d+) points?", headers[-1])
+            header = headers[-1] if said else None
+            if said:
+                stated[header], counted[header] = int(said[1]), 0
+        meta = cell.metadata.get("nbgrader", {})
+        if header and meta.get("grade"):
+            counted[header] += meta.get("points", 0)
+    assert stated, f"{lesson} states no exercise's points"
+    assert stated == counted, f"{lesson}: the headers' points, then the graded cells' ({counted})"
