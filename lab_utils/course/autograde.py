@@ -255,6 +255,14 @@ def missing_release(root: Path) -> list[str]:
 # --- the last outcome of every submission, which grades.csv and feedback trust over the gradebook ---
 
 
+def handed_in_again(root: Path, student: str, lesson: str) -> bool:
+    """Whether the submission changed after its autograded copy was written: its grade is out of date."""
+    submitted = Path(root) / "submitted" / student / lesson / f"{lesson}.ipynb"
+    graded = Path(root) / "autograded" / student / lesson / f"{lesson}.ipynb"
+    return submitted.exists() and graded.exists() and submitted.stat().st_mtime > graded.stat().st_mtime
+
+
+
 def statuses(root: Path = ROOT) -> dict[tuple[str, str], dict]:
     """(student, lesson) -> {"problem", "flags", "notes"} of its last autograde."""
     path = Path(root) / STATUS_FILE

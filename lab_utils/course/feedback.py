@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from lab_utils.course.autograde import Outcome, failure_reason, statuses
+from lab_utils.course.autograde import Outcome, failure_reason, handed_in_again, statuses
 from lab_utils.course.config import api, submissions
 from lab_utils.paths import ROOT
 
@@ -17,19 +17,19 @@ def stale(root: Path, student: str, lesson: str, last: dict) -> str | None:
     """Why the autograded copy is not the submission's current grade, or None."""
     if last.get("problem"):
         return f"its last autograde failed ({last['problem']}); grade it again first"
-    submitted = root / "submitted" / student / lesson / f"{lesson}.ipynb"
-    graded = root / "autograded" / student / lesson / f"{lesson}.ipynb"
-    if submitted.exists() and submitted.stat().st_mtime > graded.stat().st_mtime:
+    if handed_in_again(root, student, lesson):
         return "handed in again since it was graded: run `make autograde` first"
     return None
 
 
 def feedback_all(root: Path = ROOT, only: str | None = None) -> Iterator[Outcome]:
-    """Feedback for every autograded submission; a stale grade gets none, and is reported."""
+    """Feedback for every autograded submission; a stale grade gets none, and is reported, as is a
+    submission whose last autograde failed before it had an autograded copy."""
     root = Path(root)
     last = statuses(root)
     grader = api(root)
-    for student, lesson in submissions(root, "autograded", only):
+    failed = {key for key, outcome in last.items() if outcome.get("problem") and only in (None, key[1])}
+    for student, lesson in sorted(set(submissions(root, "autograded", only)) | failed):
         start = time.perf_counter()
         problem = stale(root, student, lesson, last.get((student, lesson), {}))
         if not problem:

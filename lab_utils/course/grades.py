@@ -2,8 +2,8 @@
 
 `status` is `graded`, `needs hand grading (N points)`, `not graded: <reason>`,
 `flagged: <reason>` (tampering, or a near-copy for a person to review) or `no submission`.
-Points come from the gradebook; a submission whose last autograde failed shows no points,
-whatever an earlier run left there. grades_by_exercise.csv and .png show where the class lost points.
+Points come from the gradebook; a submission whose last autograde failed, or that was handed in
+again since it was graded, shows no points, whatever an earlier run left there. grades_by_exercise.csv and .png show where the class lost points.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from nbgrader.api import MissingEntry
 
 from lab_utils.course import integrity, similarity
-from lab_utils.course.autograde import points, statuses
+from lab_utils.course.autograde import handed_in_again, points, statuses
 from lab_utils.course.config import gradebook, lesson_names, submissions
 from lab_utils.paths import ROOT
 
@@ -65,6 +65,10 @@ def grade_table(root: Path = ROOT) -> pd.DataFrame:
                 rows.append(row)
                 if outcome.get("problem"):
                     row.update(score=math.nan, auto_score=math.nan, status=f"not graded: {outcome['problem']}")
+                    continue
+                if handed_in_again(root, student, lesson):
+                    row.update(score=math.nan, auto_score=math.nan,
+                               status="not graded: handed in again since it was graded (run `make autograde`)")
                     continue
                 try:
                     s = gb.find_submission(lesson, student)

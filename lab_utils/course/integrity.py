@@ -363,7 +363,8 @@ class Verify(NbGraderPreprocessor):
         notes = [f"before any test ran: {r}" for r in _loaded_elsewhere(first)] if first else []
         # Reasons that no proof can outweigh: nothing to compare with, or code that ran first.
         untrusted = ("the grader's first cell did not report" if first is None else
-                     f"Python files handed in ran in place of the course's ({', '.join(submission['brought'])})"
+                     f"Python files handed in beside the notebook could run in place of the course's "
+                     f"({', '.join(submission['brought'])}): no test cell can be trusted; review it by hand"
                      if submission.get("brought") else None)
         seen = {"modules": {}, "objects": {}}
         for index, cell in enumerate(nb.cells, start=1):

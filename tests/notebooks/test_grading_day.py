@@ -228,6 +228,7 @@ def test_feedback_only_from_current_grades(day):
         html = notebook_path(f"feedback/{student}", FIRST, day.root).with_suffix(".html")
         assert html.exists() == (not status.startswith("not graded") and status != "no submission"), student
     assert f"broken_again/{FIRST}: its last autograde failed" in day.feedback.stderr
+    assert f"broken/{FIRST}: its last autograde failed" in day.feedback.stderr, "listed though never autograded"
     # nbgrader release_feedback needs a timestamp.txt, which a hand-placed submission lacks.
     assert (day.root / "feedback" / "complete" / FIRST / "timestamp.txt").exists()
 
@@ -239,3 +240,19 @@ def test_where_the_class_lost_points(day):
     first = exercises[exercises.lesson == FIRST]
     assert (first.points_lost >= first.max_score).all(), "the blank student lost every point"
     assert (day.root / "grades_by_exercise.png").stat().st_size > 10_000
+
+
+def test_a_submission_handed_in_again_has_no_grade_until_graded_again(day):
+    """Last in the module: it hands a notebook in again after the others read the day's results."""
+    again = notebook_path("submitted/complete", FIRST, day.root)
+    again.touch()
+    try:
+        grades = course_cli(day.root, "grades")
+        table = pd.read_csv(day.root / "grades.csv").set_index(["student", "lesson"])
+    finally:
+        graded = notebook_path("autograded/complete", FIRST, day.root)
+        graded.touch()
+    assert grades.returncode == 0
+    assert table.loc[("complete", FIRST), "status"].startswith("not graded: handed in again since it was graded")
+    assert pd.isna(table.loc[("complete", FIRST), "score"])
+
