@@ -10,6 +10,10 @@ tell a student's function from a way of reaching the reference. Two checks, used
   `importlib`, a lambda or wrapper that captured it earlier, `functools.partial`), the call
   lands on the tripwire, and the test fails with a message saying so, even if the student's
   code caught the error.
+
+While the tripwires are set, the student's function also may not return (or return inside a list,
+tuple, set or dict) a subclass of its own of a built-in type that changes how it behaves: a list
+equal to everything would pass every `==` of the tests.
 """
 
 from __future__ import annotations
@@ -111,6 +115,7 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     assert_own_implementation(func)
     tripped = _Tripped()
     saved: list[tuple[FunctionType, CodeType, object]] = []
+    restore_answer = _check_results(func)
     try:
         for dotted in references:
             reference = _resolve(dotted)
@@ -126,6 +131,7 @@ def own_implementation(func, *references: str) -> Iterator[None]:
                 reference.__globals__.pop("_TRIPPED", None)
             else:
                 reference.__globals__["_TRIPPED"] = marker
+        restore_answer()
     if tripped:
         name = getattr(func, "__name__", "your function")
         raise AssertionError(f"{name} reached the lab_utils reference {tripped[0]} while it was "
@@ -133,3 +139,67 @@ def own_implementation(func, *references: str) -> Iterator[None]:
 
 
 _MISSING = object()
+
+
+# Built-in types whose behaviour a test relies on when it compares a result: a subclass of the
+# notebook's own may keep them only as they are (a namedtuple does; a list equal to everything does not).
+BUILT_IN = (list, tuple, dict, set, frozenset, str, bytes, int, float, complex)
+HARMLESS = {"__init__", "__new__", "__repr__", "__doc__", "__module__", "__qualname__", "__dict__", "__weakref__",
+            "__slots__", "__getnewargs__", "__match_args__", "__annotations__", "__init_subclass__"}
+
+
+def redefined(value) -> tuple[type, set[str]] | None:
+    """(the built-in type, the behaviours of it the notebook redefines) for a value of a notebook's
+    subclass of a built-in type that changes how it compares, counts or reads; None for any other."""
+    cls = type(value)
+    base = next((b for b in BUILT_IN if isinstance(value, b)), None)
+    if base is None or cls is base:
+        return None
+    # (Defining __eq__ sets __hash__ to None: that follows from the change, it is not another.)
+    own = {name for c in cls.__mro__ if c.__module__ == "__main__" for name, value in vars(c).items()
+           if not (name == "__hash__" and value is None)}
+    changed = (own & set(dir(base))) - HARMLESS
+    return (base, changed) if changed else None
+
+
+def _check_results(func: FunctionType):
+    """Swap `func`'s code for code that calls a copy of it and refuses a result (or an item of a
+    result) that only pretends to be a list, a string, a number; returns what puts it back."""
+    original = FunctionType(func.__code__, func.__globals__, func.__name__, func.__defaults__, func.__closure__)
+    original.__kwdefaults__ = func.__kwdefaults__
+    slot = f"_checked_{id(func)}"  # its own name in the notebook: another answer may be checked at once
+
+    def checked(*args, **kwargs):
+        result = original(*args, **kwargs)
+        items = [result] + (list(result) if isinstance(result, (list, tuple, set, frozenset)) else []) \
+            + (list(result.keys()) + list(result.values()) if isinstance(result, dict) else [])
+        for item in items:
+            if (found := redefined(item)) is not None:
+                base, changed = found
+                raise AssertionError(f"{func.__name__} returned a {base.__name__} subclass, {type(item).__name__}, "
+                                     f"whose {', '.join(sorted(changed))} the notebook redefines: return a "
+                                     f"plain {base.__name__}")
+        return result
+
+    code = func.__code__
+    func.__globals__[slot] = checked
+    func.__code__ = _calling_code(func, slot)
+
+    def restore() -> None:
+        func.__code__ = code
+        func.__globals__.pop(slot, None)
+
+    return restore
+
+
+def _calling_code(func: FunctionType, slot: str) -> CodeType:
+    """Code with `func`'s free variables that hands its call to `slot` of its globals."""
+    free = func.__code__.co_freevars
+    source = (f"def _outer({', '.join(free)}):\n"
+              f"    def _checking(*args, **kwargs):\n"
+              + "".join(f"        {v}\n" for v in free)
+              + f"        return {slot}(*args, **kwargs)\n"
+              "    return _checking\n")
+    namespace: dict = {}
+    exec(compile(source, "<checked>", "exec"), namespace)
+    return next(c for c in namespace["_outer"].__code__.co_consts if isinstance(c, CodeType))

@@ -59,3 +59,30 @@ def test_the_tripwire_lets_own_work_pass():
     student = run("def format_recall(ms):\n    return 'no relevant memories'\n")["format_recall"]
     with own_implementation(student, "lab_utils.memory.format_recall"):
         assert student([]) == "no relevant memories"
+
+
+EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        return True\n"
+
+
+@pytest.mark.parametrize("source, said", [
+    (EQUAL_TO_ALL + "def find_pii(text):\n    return Anything()\n", "a list subclass, Anything, whose __eq__ the notebook redefines"),
+    ("class Yes(str):\n    def startswith(self, *a):\n        return True\n"
+     "def find_pii(text):\n    return Yes('no')\n", "a str subclass, Yes, whose startswith the notebook"),
+    (EQUAL_TO_ALL + "def find_pii(text):\n    return [Anything()]\n", "returned a list subclass, Anything"),
+])
+def test_a_result_that_only_pretends_fails_the_block(source, said):
+    find_pii = run(source)["find_pii"]
+    with pytest.raises(AssertionError, match=said), own_implementation(find_pii):
+        assert find_pii("x") == ["a@b.io"]
+
+
+def test_honest_results_pass_and_the_answer_is_put_back():
+    namespace = run("from collections import namedtuple\nWrong = namedtuple('Wrong', 'step record cause')\n"
+                    "def wrong_answers(trace, *, last=9):\n    return [Wrong(3, 'm002', 'other entity')] if trace else []\n"
+                    "def twice(trace):\n    return wrong_answers(trace) * 2\n")
+    wrong_answers, code = namespace["wrong_answers"], namespace["wrong_answers"].__code__
+    with own_implementation(wrong_answers), own_implementation(namespace["twice"]):
+        assert wrong_answers("t") == [(3, "m002", "other entity")], "a namedtuple compares as the tuple it is"
+        assert namespace["twice"]("t") == [(3, "m002", "other entity")] * 2
+        assert wrong_answers("", last=1) == []
+    assert wrong_answers.__code__ is code and not [k for k in namespace if k.startswith("_checked_")]
