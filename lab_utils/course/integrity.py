@@ -3,13 +3,14 @@
 nbgrader puts back the released source of a locked test cell before grading, but the student's
 cells run first, in the same kernel, and can change what that source does: an input transformer
 that turns every later cell into `pass`, an AST transformer that drops asserts, a trace function,
-a custom exception handler, a patched lab_utils.grading, a fake module in sys.modules, a kernel that exits early.
+a custom exception handler, a patched lab_utils.grading or a patched judge of the tests
+(pandas.testing.assert_frame_equal, math.isclose), a fake module in sys.modules, a kernel that exits early.
 `install` adds three steps to nbgrader's autograde:
 
 - `CompareWithRelease`, before nbgrader's own checks: notes test cells edited, deleted or renamed,
   and puts the release's grading flags back (a renamed cell becomes a plain cell, so nbgrader
   restores the released one instead of crashing); notes Python files handed in with the notebook,
-  which the kernel, started in that folder, would import in place of the course's own;
+  which a kernel started in that folder could import in place of the course's own;
 - `Seal`, before execution: a first cell reports the kernel's state (`_kernel_state`), and each
   graded test cell gets a last line with a fresh nonce that reports it again;
 - `Verify`, after execution: a test cell that passed without a sound report (its nonce, the code
@@ -53,6 +54,8 @@ IMPORTABLE = {".py", ".pyc", ".pth", ".so"}
 MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.core.compilerop",
              "IPython.core.inputtransformer2", "IPython.core.events", "ipykernel.zmqshell",
              "ipykernel.ipkernel", "ipykernel.kernelbase")
+# What the test cells judge with: patching it (pandas.testing.assert_frame_equal = a no-op) passes tests.
+JUDGES = ("math", "pandas.testing", "pandas.api.types", "pandas._testing", "pandas._testing.asserters")
 
 
 def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[str, ...],
@@ -151,7 +154,7 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
 
 def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple]) -> str:
     """One line of code that runs `_kernel_state` in a namespace of its own."""
-    call = f"_kernel_state({MIME!r}, {nonce!r}, {preload!r}, {MACHINERY!r}, {imported!r})"
+    call = f"_kernel_state({MIME!r}, {nonce!r}, {preload!r}, {MACHINERY + JUDGES!r}, {imported!r})"
     return f"exec({inspect.getsource(_kernel_state) + call!r}, {{}})"
 
 

@@ -45,6 +45,8 @@ CHEATS = {
     "grading patched": ("import lab_utils.grading\nlab_utils.grading.assert_own_implementation = lambda f: None",
                         RIGHT, "lab_utils.grading.assert_own_implementation was replaced by code defined in the "
                         "notebook"),
+    "judge patched": ("import pandas.testing\npandas.testing.assert_frame_equal = lambda *args, **kw: None", RIGHT,
+                      "pandas.testing.assert_frame_equal was replaced by code defined in the notebook"),
     "check rebound": ("assert_own_implementation = lambda f: None\nimport operator, functools\n"
                       "double = functools.partial(operator.mul, 2)", "",
                       "assert_own_implementation is no longer lab_utils.grading.assert_own_implementation"),
