@@ -48,17 +48,8 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
     """attack -> (the code of a cell the attacker adds, what the autograde note must say)."""
     neighbour = root / "submitted" / "honest" / LESSON / f"{LESSON}.ipynb"
     return {
-        "loop": ("while True:\n    pass", "ran past the per-cell timeout"),
-        "memory": ("hog = bytearray(4 * 2**30)", "memory cap stopped an allocation"),
-        "network": (f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)",
-                    "network connection was refused"),
-        "gradebook": (f"open({str(root / 'gradebook.db')!r}, 'ab').write(b'0 points for all')",
-                      "write outside /tmp was refused"),
-        "neighbour": (f"open({str(neighbour)!r}, 'w').write('{{}}')", "submitted/ was out of reach"),
-        "home": (f"open({str(HOME_FILE)!r}, 'w').write('was here')",
-                 "write outside /tmp was refused"),
-        "tmp": (f"open({str(TMP_FILE)!r}, 'w').write('was here')", ""),
-        # What a student would look for: the answers, the gradebook, git history, a key in the environment.
+        # First, before an attack writes anything: what a student would look for (the answers, the
+        # gradebook, git history, a key in the environment).
         "look": ("import glob, os\n"
                  f"found = [p for base in ({str(root)!r}, {str(ROOT)!r}, os.path.expanduser('~'), '/work', '/home')\n"
                  "         for p in glob.glob(base + '/**', recursive=True)\n"
@@ -79,6 +70,17 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
                   "        children.append(pid)\nfinally:\n    print(f'started {len(children)}')\n"
                   "    for pid in children:\n        os.kill(pid, signal.SIGKILL)\n        os.waitpid(pid, 0)",
                   "the process cap refused a new process"),
+        "loop": ("while True:\n    pass", "ran past the per-cell timeout"),
+        "memory": ("hog = bytearray(4 * 2**30)", "memory cap stopped an allocation"),
+        "network": (f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)",
+                    "network connection was refused"),
+        # Refused where the course folder is (read-only), or written to the sandbox's own /tmp when the
+        # course is under /tmp: either way the gradebook is untouched (test_nothing_outside_...).
+        "gradebook": (f"open({str(root / 'gradebook.db')!r}, 'ab').write(b'0 points for all')", ""),
+        "neighbour": (f"open({str(neighbour)!r}, 'w').write('{{}}')", "submitted/ was out of reach"),
+        "home": (f"open({str(HOME_FILE)!r}, 'w').write('was here')",
+                 "write outside /tmp was refused"),
+        "tmp": (f"open({str(TMP_FILE)!r}, 'w').write('was here')", ""),
     }
 
 
@@ -135,7 +137,7 @@ def test_every_submission_is_still_graded_in_full(graded):
     assert not table.status.str.startswith("not graded").any()
 
 
-@pytest.mark.parametrize("attack", ["loop", "memory", "network", "gradebook", "neighbour", "home", "forks"])
+@pytest.mark.parametrize("attack", ["loop", "memory", "network", "neighbour", "home", "forks"])
 def test_each_attack_is_stopped_and_reported(graded, attack):
     if attack == "forks" and not sandbox.process_cap():
         pytest.skip(UNCAPPED)
