@@ -262,7 +262,6 @@ def handed_in_again(root: Path, student: str, lesson: str) -> bool:
     return submitted.exists() and graded.exists() and submitted.stat().st_mtime > graded.stat().st_mtime
 
 
-
 def statuses(root: Path = ROOT) -> dict[tuple[str, str], dict]:
     """(student, lesson) -> {"problem", "flags", "notes"} of its last autograde."""
     path = Path(root) / STATUS_FILE

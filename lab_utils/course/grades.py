@@ -3,7 +3,8 @@
 `status` is `graded`, `needs hand grading (N points)`, `not graded: <reason>`,
 `flagged: <reason>` (tampering, or a near-copy for a person to review) or `no submission`.
 Points come from the gradebook; a submission whose last autograde failed, or that was handed in
-again since it was graded, shows no points, whatever an earlier run left there. grades_by_exercise.csv and .png show where the class lost points.
+again since it was graded, shows no points, whatever an earlier run left there.
+grades_by_exercise.csv and .png show where the class lost points.
 """
 
 from __future__ import annotations

@@ -69,8 +69,8 @@ class Sandbox(Configurable):
 
     def command(self, kernel: list[str], workdir: str, sockets: str) -> list[str]:
         """The kernel's argv wrapped in bwrap and prlimit."""
-        # The private /tmp must not hide the Python and the course package the kernel runs on.
-        # (The folder, not the file: a venv's python is a link to the base one, and must stay in its venv.)
+        # The kernel's python by its folder's real path, which python_and_course() mounts (the folder,
+        # not the file: a venv's python is a link to the base one, and must stay in its venv).
         python = os.path.join(os.path.realpath(os.path.dirname(kernel[0])), os.path.basename(kernel[0]))
         # -P: the submission's folder is not put first on the import path, so a handed-in
         # ipykernel_launcher.py cannot replace the kernel before any check runs.

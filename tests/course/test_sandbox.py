@@ -55,7 +55,8 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
                  "         for p in glob.glob(base + '/**', recursive=True)\n"
                  "         if 'solutions' in p or p.endswith('gradebook.db') or '/.git/' in p or 'fixtures' in p]\n"
                  "key = os.environ.get('ANTHROPIC_API_KEY')\n"
-                 "print(f'found {len(found)} {found[:3]}; key {key}; shadow {os.path.getsize(\"/etc/shadow\") if os.path.exists(\"/etc/shadow\") else 0}')",
+                 "shadow = os.path.getsize('/etc/shadow') if os.path.exists('/etc/shadow') else 0\n"
+                 "print(f'found {len(found)} {found[:3]}; key {key}; shadow {shadow}')",
                  ""),
         # A process left running, in a session of its own (out of the kernel's process group, which
         # is stopped with the kernel) and holding none of its pipes, to change the graded notebook
