@@ -13,13 +13,15 @@ tell a student's function from a way of reaching the reference. Two checks, used
 
 While the tripwires are set, the student's function also may not return (or return inside a list,
 tuple, set or dict) a subclass of its own of a built-in type that changes how it behaves: a list
-equal to everything would pass every `==` of the tests.
+equal to everything would pass every `==` of the tests; nor run a copy of a reference's code built
+at run time (`exec(inspect.getsource(reference))`), which no cell of the notebook shows.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -113,9 +115,10 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     AssertionError the tripwire raised.
     """
     assert_own_implementation(func)
-    tripped = _Tripped()
+    tripped, copied = _Tripped(), _Tripped()
     saved: list[tuple[FunctionType, CodeType, object]] = []
-    restore_answer = _check_results(func)
+    watch = _copy_watch([(_resolve(dotted).__code__, dotted) for dotted in references], copied)
+    restore_answer = _check_results(func, watch)
     try:
         for dotted in references:
             reference = _resolve(dotted)
@@ -132,10 +135,13 @@ def own_implementation(func, *references: str) -> Iterator[None]:
             else:
                 reference.__globals__["_TRIPPED"] = marker
         restore_answer()
+    name = getattr(func, "__name__", "your function")
     if tripped:
-        name = getattr(func, "__name__", "your function")
         raise AssertionError(f"{name} reached the lab_utils reference {tripped[0]} while it was "
                              "tested; write your own implementation instead of calling it")
+    if copied:
+        raise AssertionError(f"{name} ran a copy of the lab_utils reference {copied[0]}, built at run time "
+                             "from its code or source rather than written in a cell; write your own implementation")
 
 
 _MISSING = object()
@@ -162,15 +168,57 @@ def redefined(value) -> tuple[type, set[str]] | None:
     return (base, changed) if changed else None
 
 
-def _check_results(func: FunctionType):
-    """Swap `func`'s code for code that calls a copy of it and refuses a result (or an item of a
-    result) that only pretends to be a list, a string, a number; returns what puts it back."""
+def _notebook_cells() -> set[str]:
+    """The file names IPython compiled this kernel's cells as (none outside IPython)."""
+    shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
+    return set(getattr(getattr(shell, "compile", None), "_filename_map", ()))
+
+
+def _shape(code: CodeType) -> tuple:
+    """What a copy of `code` compiled anywhere shares with it: not its file nor its line numbers."""
+    consts = tuple(_shape(c) if isinstance(c, CodeType) else repr(c) for c in code.co_consts)
+    return code.co_code, code.co_names, code.co_varnames, consts
+
+
+def _copy_watch(references: list[tuple[CodeType, str]], copied: list):
+    """A profile function that notes (in `copied`) each run of a reference's code that is not in a
+    cell of the notebook: while the tripwires are set, that is a copy of it (its code object taken,
+    or its source compiled again), never the reference itself; None when there is nothing to watch."""
+    if not references:
+        return None
+    shapes = {_shape(code): dotted for code, dotted in references}
+    first_ops = {code.co_code for code, _ in references}  # a quick test before the whole shape
+    cells = _notebook_cells()
+
+    def watch(frame, event, arg):
+        code = frame.f_code
+        if event == "call" and code.co_code in first_ops and code.co_filename not in cells:
+            if (dotted := shapes.get(_shape(code))) is not None:
+                copied.append(dotted)
+
+    return watch
+
+
+def _check_results(func: FunctionType, watch=None):
+    """Swap `func`'s code for code that calls a copy of it (profiled by `watch`, if given) and
+    refuses a result (or an item of a result) that only pretends to be a list, a string, a number;
+    returns what puts it back."""
     original = FunctionType(func.__code__, func.__globals__, func.__name__, func.__defaults__, func.__closure__)
     original.__kwdefaults__ = func.__kwdefaults__
     slot = f"_checked_{id(func)}"  # its own name in the notebook: another answer may be checked at once
 
+    def profiled(*args, **kwargs):
+        if watch is None:
+            return original(*args, **kwargs)
+        before = sys.getprofile()
+        sys.setprofile(watch)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            sys.setprofile(before)
+
     def checked(*args, **kwargs):
-        result = original(*args, **kwargs)
+        result = profiled(*args, **kwargs)
         items = [result] + (list(result) if isinstance(result, (list, tuple, set, frozenset)) else []) \
             + (list(result.keys()) + list(result.values()) if isinstance(result, dict) else [])
         for item in items:

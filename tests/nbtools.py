@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 import re
 import shutil
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbgrader.preprocessors import ClearHiddenTests
 
@@ -27,6 +30,16 @@ CHROMIUM = Path("/usr/bin/chromium")
 SHUTDOWN = "immediate"
 
 
+class UnixSocketKernelManager(AsyncKernelManager):
+    """A kernel reached over unix sockets in a folder of its own: two test workers that start kernels
+    at once cannot pick the same free TCP port (ZMQError: Address already in use)."""
+
+    async def _async_pre_start_kernel(self, **kw):
+        self._sockets = tempfile.TemporaryDirectory(prefix="lab-kernel-")  # removed with the manager
+        self.transport, self.ip = "ipc", os.path.join(self._sockets.name, "ipc")
+        return await super()._async_pre_start_kernel(**kw)
+
+
 def notebook_path(folder: str, lesson: str, root: Path = ROOT) -> Path:
     return root / folder / lesson / f"{lesson}.ipynb"
 
@@ -35,8 +48,8 @@ def execute(source: Path, workdir: Path, allow_errors: bool = False) -> nbformat
     """Run a copy of a lesson folder in `workdir`; the repository is never written to."""
     shutil.copytree(source.parent, workdir, dirs_exist_ok=True)
     nb = nbformat.read(workdir / source.name, as_version=4)
-    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=allow_errors,
-                   shutdown_kernel=SHUTDOWN, resources={"metadata": {"path": str(workdir)}}).execute()
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=allow_errors, shutdown_kernel=SHUTDOWN,
+                   kernel_manager_class=UnixSocketKernelManager, resources={"metadata": {"path": str(workdir)}}).execute()
     return nb
 
 
@@ -157,6 +170,7 @@ class Kernel:
         self.nb = nb
         self.client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
                                      shutdown_kernel=SHUTDOWN, interrupt_on_timeout=True,
+                                     kernel_manager_class=UnixSocketKernelManager,
                                      error_on_timeout={"ename": "CellTimeoutError", "evalue": "timed out",
                                                        "traceback": [f"the cell ran over {timeout} s"]},
                                      resources={"metadata": {"path": str(workdir)}})

@@ -4,13 +4,14 @@ nbgrader puts back the released source of a locked test cell before grading, but
 cells run first, in the same kernel, and can change what that source does: an input transformer
 that turns every later cell into `pass`, an AST transformer that drops asserts, a trace function,
 a custom exception handler, a patched lab_utils.grading or a patched judge of the tests
-(pandas.testing.assert_frame_equal, math.isclose), a fake module in sys.modules, a kernel that exits early.
+(pandas.testing.assert_frame_equal, math.isclose), a fake module in sys.modules, a kernel that exits early or stops answering.
 `install` adds three steps to nbgrader's autograde:
 
-- `CompareWithRelease`, before nbgrader's own checks: notes test cells edited, deleted or renamed,
-  and puts the release's grading flags back (a renamed cell becomes a plain cell, so nbgrader
-  restores the released one instead of crashing); notes Python files handed in with the notebook,
-  which a kernel started in that folder could import in place of the course's own;
+- `CompareWithRelease`, before nbgrader's own checks: notes test cells edited, deleted or renamed
+  and grading flags edited (a test's points, an answer made graded), and puts the release's flags
+  back (a renamed cell becomes a plain cell, so nbgrader restores the released one instead of
+  crashing); notes Python files handed in with the notebook, which a kernel started in that folder
+  could import in place of the course's own;
 - `Seal`, before execution: a first cell reports the kernel's state (`_kernel_state`), and each
   graded test cell gets a last line with a fresh nonce that reports it again;
 - `Verify`, after execution: a test cell that passed without a sound report (its nonce, the code
@@ -20,7 +21,7 @@ a custom exception handler, a patched lab_utils.grading or a patched judge of th
 The reasons are written beside the autograded notebook (`<lesson>.integrity.json`); `findings`
 reads them. The reports come from inside the student's kernel: a student who studied this module
 could forge one. What it stops is every known cheat, and the general means of hiding one
-(transformers, tracing, patched modules), whatever the cheat.
+(transformers, tracing, patched modules and builtins), whatever the cheat.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 
 import nbformat
 from IPython.core.inputtransformer2 import TransformerManager
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.converters import Autograde
@@ -229,6 +230,10 @@ class CompareWithRelease(NbGraderPreprocessor):
             flags = {"grade": grade_id in graded, "solution": grade_id in answers}
             if flags["grade"]:
                 flags["points"] = graded[grade_id]
+            edited = [f"{flag} set to {_meta(cell).get(flag)!r}, released {value!r}" for flag, value in flags.items()
+                      if _meta(cell).get(flag, False) != value]
+            if edited:
+                notes.append(f"grading flags of {grade_id} edited: {', '.join(edited)}; graded as released")
             cell.metadata.nbgrader.update(flags)
             if locked and cell.source not in sources:
                 notes.append(f"test cell {grade_id} edited (the released version was run)")
@@ -277,13 +282,14 @@ class Seal(NbGraderPreprocessor):
                 sealed[_meta(cell)["grade_id"]] = seal
                 cell.source += _proof(seal["nonce"], uses)
         nb.cells.insert(0, nbformat.v4.new_code_cell(_report_call("", _preload(nb), {})))
-        resources[KEY] = {"sealed": sealed, "died_at": None}
+        resources[KEY] = {"sealed": sealed, "died_at": None, "how": None}
         return nb, resources
 
 
 class SurviveKernelDeath:
-    """Mixed into nbgrader's Execute by `install`: a kernel that dies (`os._exit`, a crash) ends
-    the run instead of failing it, so the cells that did not run can be judged and scored zero."""
+    """Mixed into nbgrader's Execute by `install`: a kernel that dies (`os._exit`, a crash) or stops
+    answering (its output machinery broken, e.g. by a patched `builtins.isinstance`) ends the run
+    instead of failing it, so the cells that did not run can be judged and scored zero."""
 
     _index = 0  # the cell running when the kernel died
 
@@ -294,8 +300,10 @@ class SurviveKernelDeath:
     def preprocess(self, nb, resources=None, km=None):
         try:
             return super().preprocess(nb, resources, km)
-        except DeadKernelError:
+        except (DeadKernelError, CellTimeoutError) as ended:
+            # A cell past the per-cell timeout is interrupted and run on; this one's output never came.
             resources[KEY]["died_at"] = self._index
+            resources[KEY]["how"] = "exited" if isinstance(ended, DeadKernelError) else "stopped answering"
             return nb, resources
 
 
@@ -377,7 +385,7 @@ class Verify(NbGraderPreprocessor):
             if not (seal and _is_test(cell)):
                 continue
             if died_at is not None and index >= died_at:
-                reasons = [f"the kernel exited before {grade_id} finished"]
+                reasons = [f"the kernel {state['how']} before {grade_id} finished"]
             elif any(o["output_type"] == "error" for o in cell.outputs):
                 reasons = []  # the test failed: no points in any case
             else:

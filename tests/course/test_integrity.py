@@ -54,6 +54,7 @@ CHEATS = {
                              "sys.modules['lab_utils.grading'] = types.ModuleType('lab_utils.grading')",
                              RIGHT, "sys.modules entries replaced: lab_utils.grading"),
     "kernel exits": ("import os\nos._exit(0)", RIGHT, "the kernel exited before test-double finished"),
+    "builtin patched": ("import builtins\nbuiltins.all = lambda items: True", RIGHT, "changed: builtins.all"),
 }
 
 
@@ -71,15 +72,16 @@ def exercise(answer: str) -> nbformat.NotebookNode:
     ])
 
 
-def run_sealed(nb, tmp_path) -> tuple[nbformat.NotebookNode, list[str]]:
-    """Seal, execute and verify as autograde does; the test cell and the findings."""
+def run_sealed(nb, tmp_path, timeout: int = 60) -> tuple[nbformat.NotebookNode, list[str]]:
+    """Seal, execute (`timeout` seconds a cell) and verify as autograde does; the test cell and the findings."""
     c = Config()
     integrity.install(c)
     steps = c.Autograde.autograde_preprocessors
     at = steps.index(integrity.Seal)
     resources = {"metadata": {"path": str(tmp_path)}, "nbgrader": {"notebook": "lesson"}}
+    settings = Config({"Execute": {"timeout": timeout, "iopub_timeout": min(timeout, 4)}})
     for step in steps[at:at + 3]:
-        nb, resources = step(config=Config({"Execute": {"timeout": 60}}))(nb, resources)
+        nb, resources = step(config=settings)(nb, resources)
     return nb.cells[-1], integrity.findings(tmp_path / "lesson.ipynb")
 
 
@@ -106,6 +108,15 @@ def test_a_cheat_costs_the_points_and_is_named(name, tmp_path):
         f"{name}: the cheat made the test pass (or not run) before the proof was checked"
     assert len(found) == 1 and found[0].startswith("test-double did not run as released: ")
     assert named in found[0], found
+
+
+def test_a_kernel_that_stops_answering_ends_the_run_and_the_rest_earns_nothing(tmp_path):
+    """ipykernel itself relies on isinstance: patched, the kernel runs the cell and its reply never
+    comes. The run ends there (after the per-cell timeout) instead of failing the whole submission."""
+    cell, found = run_sealed(exercise(f"import builtins\nbuiltins.isinstance = lambda *args: True\n{RIGHT}"),
+                             tmp_path, timeout=3)
+    assert errors(cell) == [f"IntegrityError: {found[0]}"]
+    assert found == ["test-double did not run as released: the kernel stopped answering before test-double finished"]
 
 
 def test_findings_without_a_record_say_it_was_not_checked(tmp_path):
@@ -196,16 +207,23 @@ def test_a_kernel_that_exits_is_graded_up_to_the_exit_and_flagged(course):
 
 def test_edited_deleted_and_renamed_test_cells_are_named_and_the_released_ones_run(course):
     nb = solution(course)
-    renamed, edited, deleted = (graded_tests(nb)[i] for i in (0, 1, -1))
-    names = [c.metadata.nbgrader.grade_id for c in (renamed, edited, deleted)]
+    renamed, edited, deleted, inflated = (graded_tests(nb)[i] for i in (0, 1, -1, 2))
+    names = [c.metadata.nbgrader.grade_id for c in (renamed, edited, deleted, inflated)]
     edited.source = "pass"
     nb.cells.remove(deleted)
     renamed.metadata.nbgrader.grade_id = "test-mine"
+    points = inflated.metadata.nbgrader.points
+    inflated.metadata.nbgrader.points = 100
+    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    answer.metadata.nbgrader.update(grade=True, points=5)  # an answer made to score itself
     score, found = autograde(course, "tampered", nb)
     assert sorted(found) == sorted([
         f"test cell {names[0]} renamed to test-mine",
         f"test cell {names[1]} edited (the released version was run)",
         f"test cell {names[2]} deleted (the released version was put back and run)",
+        f"grading flags of {names[3]} edited: points set to 100, released {float(points)!r}; graded as released",
+        f"grading flags of {answer.metadata.nbgrader.grade_id} edited: grade set to True, released False; "
+        "graded as released",
     ])
     with Gradebook(config.gradebook_url(course)) as gb:
         assert score == gb.find_assignment(LESSON).max_code_score, "the released tests ran against the solution"

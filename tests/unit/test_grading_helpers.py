@@ -1,6 +1,10 @@
 """The own-implementation check catches imports and thin wrappers, and accepts real work."""
 
+import inspect
+import sys
+
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
 
 from lab_utils import memory
 from lab_utils.grading import assert_own_implementation, own_implementation
@@ -59,6 +63,42 @@ def test_the_tripwire_lets_own_work_pass():
     student = run("def format_recall(ms):\n    return 'no relevant memories'\n")["format_recall"]
     with own_implementation(student, "lab_utils.memory.format_recall"):
         assert student([]) == "no relevant memories"
+
+
+COPIED_AT_RUN_TIME = {
+    "its source, compiled again": "import inspect, lab_utils.memory as q\nfrom lab_utils.memory import Memory, NOTHING\n"
+                                  "exec(inspect.getsource(q.format_recall))\n",
+    "its code, in a helper": "import types, lab_utils.memory as q\nfrom lab_utils.memory import NOTHING\n"
+                             "_r = types.FunctionType(q.format_recall.__code__, globals(), 'helper')\n"
+                             "def format_recall(ms):\n    return _r(ms)\n",
+}
+
+
+@pytest.mark.parametrize("source", COPIED_AT_RUN_TIME.values(), ids=COPIED_AT_RUN_TIME)
+def test_a_copy_of_the_reference_built_at_run_time_fails(source):
+    student = run(source)["format_recall"]
+    with pytest.raises(AssertionError, match="ran a copy of the lab_utils reference lab_utils.memory.format_recall"):
+        with own_implementation(student, "lab_utils.memory.format_recall"):
+            assert student([]) == memory.NOTHING
+    assert format_recall([]) == memory.NOTHING and sys.getprofile() is None, "all is put back"
+
+
+def test_the_reference_typed_into_a_cell_is_left_to_the_near_copy_check():
+    """Code written in a cell is the student's to answer for (make grades flags a near-copy);
+    only code the notebook does not show is refused."""
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell("from lab_utils.memory import Memory, NOTHING\n" + inspect.getsource(format_recall), store_history=True)
+        student = shell.user_ns["format_recall"]
+        with own_implementation(student, "lab_utils.memory.format_recall"):
+            assert student([]) == memory.NOTHING
+        shell.run_cell("import inspect, lab_utils.memory as q\nexec(inspect.getsource(q.format_recall))\n",
+                       store_history=True)
+        student = shell.user_ns["format_recall"]
+        with pytest.raises(AssertionError, match="ran a copy"), own_implementation(student, "lab_utils.memory.format_recall"):
+            student([])
+    finally:
+        InteractiveShell.clear_instance()
 
 
 EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        return True\n"
