@@ -90,11 +90,15 @@ def grade_table(root: Path = ROOT) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def exercise_table(root: Path = ROOT) -> pd.DataFrame:
-    """Where the class lost points: every graded cell over the submissions graded so far.
+def exercise_table(root: Path, grades: pd.DataFrame) -> pd.DataFrame:
+    """Where the class lost points: every graded cell over the submissions that `grades` (the table
+    of grades.csv) gives a grade. The gradebook also keeps the rows of an autograde that failed,
+    or that a later submission made stale: those do not count.
 
     A written answer that still waits for its hand grade counts as pending, not as points lost.
     """
+    current = set(grades.loc[~grades.status.str.startswith(("not graded", "no submission")), ["student", "lesson"]]
+                  .itertuples(index=False, name=None))
     rows = []
     with gradebook(root) as gb:
         for lesson in lesson_names(root):
@@ -103,10 +107,11 @@ def exercise_table(root: Path = ROOT) -> pd.DataFrame:
             except MissingEntry:
                 continue
             for cell in cells:
-                scores = [g.score for g in cell.grades if not g.needs_manual_grade]
+                kept = [g for g in cell.grades if (g.student.id, lesson) in current]
+                scores = [g.score for g in kept if not g.needs_manual_grade]
                 lost = sum(cell.max_score - s for s in scores)
                 rows.append(dict(lesson=lesson, exercise=cell.name, max_score=cell.max_score,
-                                 graded=len(scores), pending=len(cell.grades) - len(scores),
+                                 graded=len(scores), pending=len(kept) - len(scores),
                                  mean_score=sum(scores) / len(scores) if scores else math.nan,
                                  points_lost=lost,
                                  share_lost=lost / (cell.max_score * len(scores)) if scores else math.nan))
@@ -136,7 +141,8 @@ GRADE_FILES = ("grades.csv", "grades_by_exercise.csv", "grades_by_exercise.png")
 def write_grades(root: Path = ROOT) -> pd.DataFrame:
     """GRADE_FILES in the course root; returns the table of grades.csv."""
     root = Path(root)
-    grades, exercises = grade_table(root), exercise_table(root)
+    grades = grade_table(root)
+    exercises = exercise_table(root, grades)
     grades.to_csv(root / GRADE_FILES[0], index=False)
     exercises.to_csv(root / GRADE_FILES[1], index=False)
     exercise_figure(exercises).savefig(root / GRADE_FILES[2], dpi=120)

@@ -239,6 +239,10 @@ def test_where_the_class_lost_points(day):
     assert exercises.share_lost.between(0, 1).all()
     first = exercises[exercises.lesson == FIRST]
     assert (first.points_lost >= first.max_score).all(), "the blank student lost every point"
+    statuses = day.table.xs(FIRST, level="lesson").status
+    current = (~statuses.str.startswith(("not graded", "no submission"))).sum()
+    assert (first.graded + first.pending == current).all(), \
+        "only a current grade counts: not a failed regrade's old rows (crash, broken_again)"
     assert (day.root / "grades_by_exercise.png").stat().st_size > 10_000
 
 
