@@ -35,7 +35,7 @@ class UnixSocketKernelManager(AsyncKernelManager):
     at once cannot pick the same free TCP port (ZMQError: Address already in use)."""
 
     async def _async_pre_start_kernel(self, **kw):
-        self._sockets = tempfile.TemporaryDirectory(prefix="lab-kernel-")  # removed with the manager
+        self._sockets = tempfile.TemporaryDirectory(prefix="test-kernel-")  # removed with the manager
         self.transport, self.ip = "ipc", os.path.join(self._sockets.name, "ipc")
         return await super()._async_pre_start_kernel(**kw)
 
