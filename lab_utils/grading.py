@@ -14,7 +14,8 @@ tell a student's function from a way of reaching the reference. Two checks, used
 While the tripwires are set, the student's function also may not return (or return inside a list,
 tuple, set or dict) a subclass of its own of a built-in type that changes how it behaves: a list
 equal to everything would pass every `==` of the tests; nor run a copy of a reference's code built
-at run time (`exec(inspect.getsource(reference))`), which no cell of the notebook shows.
+at run time (`exec(inspect.getsource(reference))`), which no cell of the notebook shows (its calls
+1, 2, 4, 8, ... are watched for one).
 """
 
 from __future__ import annotations
@@ -200,15 +201,21 @@ def _copy_watch(references: list[tuple[CodeType, str]], copied: list):
 
 
 def _check_results(func: FunctionType, watch=None):
-    """Swap `func`'s code for code that calls a copy of it (profiled by `watch`, if given) and
-    refuses a result (or an item of a result) that only pretends to be a list, a string, a number;
+    """Swap `func`'s code for code that calls a copy of it (some calls profiled by `watch`, if given)
+    and refuses a result (or an item of a result) that only pretends to be a list, a string, a number;
     returns what puts it back."""
     original = FunctionType(func.__code__, func.__globals__, func.__name__, func.__defaults__, func.__closure__)
     original.__kwdefaults__ = func.__kwdefaults__
     slot = f"_checked_{id(func)}"  # its own name in the notebook: another answer may be checked at once
 
+    calls = 0
+
     def profiled(*args, **kwargs):
-        if watch is None:
+        # Watching slows every call it watches several times over (a harness calls an answer hundreds
+        # of times): calls 1, 2, 4, 8, ... are watched, and a copy used throughout is caught at the first.
+        nonlocal calls
+        calls += 1
+        if watch is None or calls & (calls - 1):
             return original(*args, **kwargs)
         before = sys.getprofile()
         sys.setprofile(watch)
