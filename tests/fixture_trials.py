@@ -10,6 +10,7 @@ import fcntl
 import functools
 import json
 import re
+import shutil
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -91,12 +92,15 @@ def lesson_trials(lesson: str) -> list[Trial]:
 @functools.cache  # one read per process: a test may ask for many trials
 def tried_once(lesson: str, folder: Path) -> TrialRun:
     """The lesson's TrialRun of lesson_trials, saved in `folder`, or the one saved there before:
-    a lock makes concurrent callers, in any process, wait for the first."""
+    a lock makes concurrent callers, in any process, wait for the first (and try again if it failed)."""
     folder.mkdir(parents=True, exist_ok=True)
     saved = folder / f"{lesson}.json"
     with open(folder / f"{lesson}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not saved.exists():
+            # A caller before this one may have failed midway (a kernel that did not start): start
+            # afresh, so that its error is not repeated as another here.
+            shutil.rmtree(folder / lesson, ignore_errors=True)
             run = run_trials(lesson, folder / lesson, lesson_trials(lesson))
             failed = [[asdict(trial), failed] for trial, failed in run.failed.items()]
             saved.write_text(json.dumps({"notebook": run.notebook, "failed": failed}), encoding="utf-8")
