@@ -200,8 +200,8 @@ def _copy_watch(references: list[tuple[CodeType, str]], copied: list):
     return watch
 
 
-def _check_results(func: FunctionType, watch=None):
-    """Swap `func`'s code for code that calls a copy of it (some calls profiled by `watch`, if given)
+def _check_results(func: FunctionType, watch):
+    """Swap `func`'s code for code that calls a copy of it (some calls profiled by `watch`, unless None)
     and refuses a result (or an item of a result) that only pretends to be a list, a string, a number;
     returns what puts it back."""
     original = FunctionType(func.__code__, func.__globals__, func.__name__, func.__defaults__, func.__closure__)

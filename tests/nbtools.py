@@ -49,7 +49,8 @@ def execute(source: Path, workdir: Path, allow_errors: bool = False) -> nbformat
     shutil.copytree(source.parent, workdir, dirs_exist_ok=True)
     nb = nbformat.read(workdir / source.name, as_version=4)
     NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=allow_errors, shutdown_kernel=SHUTDOWN,
-                   kernel_manager_class=UnixSocketKernelManager, resources={"metadata": {"path": str(workdir)}}).execute()
+                   kernel_manager_class=UnixSocketKernelManager,
+                   resources={"metadata": {"path": str(workdir)}}).execute()
     return nb
 
 

@@ -4,7 +4,8 @@ nbgrader puts back the released source of a locked test cell before grading, but
 cells run first, in the same kernel, and can change what that source does: an input transformer
 that turns every later cell into `pass`, an AST transformer that drops asserts, a trace function,
 a custom exception handler, a patched lab_utils.grading or a patched judge of the tests
-(pandas.testing.assert_frame_equal, math.isclose), a fake module in sys.modules, a kernel that exits early or stops answering.
+(pandas.testing.assert_frame_equal, math.isclose), a fake module in sys.modules, a kernel that exits
+early or stops answering.
 `install` adds three steps to nbgrader's autograde:
 
 - `CompareWithRelease`, before nbgrader's own checks: notes test cells edited, deleted or renamed

@@ -66,7 +66,8 @@ def test_the_tripwire_lets_own_work_pass():
 
 
 COPIED_AT_RUN_TIME = {
-    "its source, compiled again": "import inspect, lab_utils.memory as q\nfrom lab_utils.memory import Memory, NOTHING\n"
+    "its source, compiled again": "import inspect, lab_utils.memory as q\n"
+                                  "from lab_utils.memory import Memory, NOTHING\n"
                                   "exec(inspect.getsource(q.format_recall))\n",
     "its code, in a helper": "import types, lab_utils.memory as q\nfrom lab_utils.memory import NOTHING\n"
                              "_r = types.FunctionType(q.format_recall.__code__, globals(), 'helper')\n"
@@ -88,15 +89,17 @@ def test_the_reference_typed_into_a_cell_is_left_to_the_near_copy_check():
     only code the notebook does not show is refused."""
     shell = InteractiveShell.instance()
     try:
-        shell.run_cell("from lab_utils.memory import Memory, NOTHING\n" + inspect.getsource(format_recall), store_history=True)
+        shell.run_cell("from lab_utils.memory import Memory, NOTHING\n" + inspect.getsource(format_recall),
+                       store_history=True)
         student = shell.user_ns["format_recall"]
         with own_implementation(student, "lab_utils.memory.format_recall"):
             assert student([]) == memory.NOTHING
         shell.run_cell("import inspect, lab_utils.memory as q\nexec(inspect.getsource(q.format_recall))\n",
                        store_history=True)
         student = shell.user_ns["format_recall"]
-        with pytest.raises(AssertionError, match="ran a copy"), own_implementation(student, "lab_utils.memory.format_recall"):
-            student([])
+        with pytest.raises(AssertionError, match="ran a copy"):
+            with own_implementation(student, "lab_utils.memory.format_recall"):
+                student([])
     finally:
         InteractiveShell.clear_instance()
 
