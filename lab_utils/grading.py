@@ -29,6 +29,8 @@ from pathlib import Path
 from types import CodeType, FunctionType
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+# What a test says when it caught an answer using the reference (make grades flags these).
+REACHED, COPIED = "reached the lab_utils reference", "ran a copy of the lab_utils reference"
 
 
 def _from_lab_utils(obj) -> bool:
@@ -89,7 +91,7 @@ class _Tripped(list):
 def _tripwire_code(reference: FunctionType, dotted: str) -> CodeType:
     """Code with the reference's free variables that records the call (in the module's
     `_TRIPPED`, set while the tripwire is in place) and raises."""
-    message = (f"your answer reached the lab_utils reference {dotted}; "
+    message = (f"your answer {REACHED} {dotted}; "
                "write your own implementation instead of calling it")
     # The tripwire must have exactly the reference's free variables to be swapped in.
     free = reference.__code__.co_freevars
@@ -138,10 +140,10 @@ def own_implementation(func, *references: str) -> Iterator[None]:
         restore_answer()
     name = getattr(func, "__name__", "your function")
     if tripped:
-        raise AssertionError(f"{name} reached the lab_utils reference {tripped[0]} while it was "
+        raise AssertionError(f"{name} {REACHED} {tripped[0]} while it was "
                              "tested; write your own implementation instead of calling it")
     if copied:
-        raise AssertionError(f"{name} ran a copy of the lab_utils reference {copied[0]}, built at run time "
+        raise AssertionError(f"{name} {COPIED} {copied[0]}, built at run time "
                              "from its code or source rather than written in a cell; write your own implementation")
 
 

@@ -193,6 +193,8 @@ def test_the_cheat_earns_nothing_for_the_tests_it_hid(day):
 def test_a_wrapper_of_the_reference_earns_nothing_for_its_exercise(day):
     wrapper = row(day, "wrapper")
     assert wrapper.auto_score <= wrapper.auto_max - points_of(FIRST, "memory-from-json")
+    assert ("test-memory-from-json: the answer reached the lab_utils reference lab_utils.memory.memory_from_json"
+            in wrapper.status), "the instructor is told why, not only shown fewer points"
 
 
 def test_late_penalty_from_the_config_survives_regrading(day):
