@@ -10,10 +10,8 @@ grades_by_exercise.csv and .png show where the class lost points.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
-import nbformat
 import pandas as pd
 from matplotlib.figure import Figure
 from nbgrader.api import MissingEntry
@@ -21,7 +19,6 @@ from nbgrader.api import MissingEntry
 from lab_utils.course import integrity, similarity
 from lab_utils.course.autograde import handed_in_again, points, statuses
 from lab_utils.course.config import gradebook, lesson_names, submissions
-from lab_utils.grading import COPIED, REACHED
 from lab_utils.paths import ROOT
 
 COLUMNS = ["student", "lesson", "score", "max_score", "auto_score", "auto_max", "penalty", "seconds_late",
@@ -30,23 +27,8 @@ COLUMNS = ["student", "lesson", "score", "max_score", "auto_score", "auto_max", 
 
 def _flags(root: Path, student: str, lesson: str, near_copies: dict[str, str]) -> list[str]:
     graded = root / "autograded" / student / lesson / f"{lesson}.ipynb"
-    found = integrity.findings(graded) + reference_used(graded) if graded.exists() else []
+    found = integrity.findings(graded) + integrity.reference_used(graded) if graded.exists() else []
     return found + ([near_copies[student]] if student in near_copies else [])
-
-
-USED = re.compile(rf"({re.escape(REACHED)}|{re.escape(COPIED)}) ([\w.]+)")
-
-
-def reference_used(graded: Path) -> list[str]:
-    """The references a test caught the answer calling, or running a copy of: that costs the test's
-    points, and a person should know why (a first test cell per reference named)."""
-    found = {}
-    for cell in nbformat.read(graded, as_version=4).cells:
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "error" and (used := USED.search(output.get("evalue", ""))):
-                grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "a cell")
-                found.setdefault(used.groups(), f"{grade_id}: the answer {used[1]} {used[2]}")
-    return list(found.values())
 
 
 def _in_short(flags: list[str]) -> list[str]:

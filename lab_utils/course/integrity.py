@@ -45,7 +45,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets.config import Config
 
-from lab_utils.grading import PACKAGE_DIR
+from lab_utils.grading import COPIED, PACKAGE_DIR, REACHED
 
 MIME = "application/vnd.agent-memory-lab.integrity+json"
 KEY = "lab_integrity"  # notebook metadata (between nbgrader's two passes) and resources
@@ -430,3 +430,18 @@ def findings(autograded_notebook: Path) -> list[str]:
                 "lab_utils.course.integrity)"]
     data = json.loads(record.read_text(encoding="utf-8"))
     return data["submission"] + data["execution"]
+
+
+USED = re.compile(rf"({re.escape(REACHED)}|{re.escape(COPIED)}) ([\w.]+)")
+
+
+def reference_used(graded: Path) -> list[str]:
+    """The references a test caught the answer calling, or running a copy of: that costs the test's
+    points, and a person should know why (a first test cell per reference named)."""
+    found = {}
+    for cell in nbformat.read(graded, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error" and (used := USED.search(output.get("evalue", ""))):
+                grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "a cell")
+                found.setdefault(used.groups(), f"{grade_id}: the answer {used[1]} {used[2]}")
+    return list(found.values())

@@ -195,6 +195,8 @@ def test_a_wrapper_of_the_reference_earns_nothing_for_its_exercise(day):
     assert wrapper.auto_score <= wrapper.auto_max - points_of(FIRST, "memory-from-json")
     assert ("test-memory-from-json: the answer reached the lab_utils reference lab_utils.memory.memory_from_json"
             in wrapper.status), "the instructor is told why, not only shown fewer points"
+    assert (f"FLAG    wrapper/{FIRST}: test-memory-from-json: the answer reached the lab_utils reference"
+            in day.autograde.stdout), "autograde says so the day it grades, as for every other flag"
 
 
 def test_late_penalty_from_the_config_survives_regrading(day):
