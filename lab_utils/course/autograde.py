@@ -181,7 +181,7 @@ def grade(root: Path, student: str, lesson: str, unsafe: bool = False) -> Outcom
                 outcome.notes.append(f"submitted {late} after the due date{penalty}")
             graded = Path(root) / "autograded" / student / lesson / f"{lesson}.ipynb"
             outcome.notes += [f"stopped: {what}" for what in incidents(nbformat.read(graded, as_version=4), root)]
-            outcome.flags = integrity.findings(graded) + integrity.reference_used(graded)
+            outcome.flags = integrity.flags(graded)
         else:
             outcome.problem = (f"nbgrader failed ({failure_reason(result)}){kernel_said(log, root)}; "
                                f"`.venv/bin/nbgrader autograde {lesson} --student {student} --force` "

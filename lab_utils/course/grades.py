@@ -27,7 +27,7 @@ COLUMNS = ["student", "lesson", "score", "max_score", "auto_score", "auto_max", 
 
 def _flags(root: Path, student: str, lesson: str, near_copies: dict[str, str]) -> list[str]:
     graded = root / "autograded" / student / lesson / f"{lesson}.ipynb"
-    found = integrity.findings(graded) + integrity.reference_used(graded) if graded.exists() else []
+    found = integrity.flags(graded) if graded.exists() else []
     return found + ([near_copies[student]] if student in near_copies else [])
 
 

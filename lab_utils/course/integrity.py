@@ -445,3 +445,8 @@ def reference_used(graded: Path) -> list[str]:
                 grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "a cell")
                 found.setdefault(used.groups(), f"{grade_id}: the answer {used[1]} {used[2]}")
     return list(found.values())
+
+
+def flags(autograded_notebook: Path) -> list[str]:
+    """What a person should know about a graded submission: tampering, and use of the reference."""
+    return findings(autograded_notebook) + reference_used(autograded_notebook)
