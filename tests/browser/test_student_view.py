@@ -16,6 +16,7 @@ import urllib.request
 
 import nbformat
 import pytest
+from playwright.sync_api import expect
 
 from labtools import ARTIFACTS, NOTEBOOK, PROMPTS, TIMINGS
 from nbtools import LESSONS, errors, notebook_path, stray_errors
@@ -134,8 +135,9 @@ def test_students_can_validate_but_see_no_instructor_tools(page, lab):
 
     page.locator(f"{NOTEBOOK} .validate-button").click()  # and its server side answers students
     dialog = page.locator(".jp-Dialog")
-    assert "Validation Results" in dialog.inner_text()
-    assert "NotImplementedError" in dialog.inner_text()
+    # The dialog's body can be drawn before its title: wait for both, as long as the page waits.
+    expect(dialog).to_contain_text("Validation Results", timeout=60_000)
+    expect(dialog).to_contain_text("NotImplementedError", timeout=60_000)
     page.keyboard.press("Escape")
     close_lesson(page)
 
