@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 from lab_utils.paths import ROOT
 from labtools import ARTIFACTS, NOTEBOOK, PROMPTS, STUDENT_CONFIG, TIMINGS, Lab, free_port, stop, wait_until_ready
@@ -79,7 +79,9 @@ def page(chromium, lab):
         ])
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(60_000)
+            wait_ms = 60_000  # a lesson's kernel under a loaded machine; assertions wait as long as actions
+            page.set_default_timeout(wait_ms)
+            expect.set_options(timeout=wait_ms)
             start = time.perf_counter()
             page.goto(lab.url())
             page.locator(".jp-DirListing-item").first.wait_for()
