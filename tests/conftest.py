@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import pytest
 
@@ -22,12 +23,26 @@ def offline(monkeypatch, tmp_path):
     return tmp_path
 
 
+def run_folder(tmp_path_factory, name: str) -> Path:
+    """A folder every worker of this test run shares (xdist gives each worker a base of its own)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
 @pytest.fixture
 def tried(offline, tmp_path_factory):
     """tried(lesson): the lesson's solution run once per test run, every fixture answer tried in it
     (a TrialRun), on whichever worker asks first; later callers read it."""
     from fixture_trials import tried_once  # nbgrader's import is slow: only for tests that need it
 
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's, not the worker's
-    return lambda lesson: tried_once(lesson, shared / "solution-runs")
+    return lambda lesson: tried_once(lesson, run_folder(tmp_path_factory, "solution-runs"))
+
+
+@pytest.fixture
+def released(offline, monkeypatch, tmp_path_factory):
+    """released(lesson): the released lesson run once per test run, its exercises unfinished, with
+    figures inline as JupyterLab shows them; on whichever worker asks first, later callers read it."""
+    from nbtools import released_once
+
+    monkeypatch.delenv("MPLBACKEND")
+    return lambda lesson: released_once(lesson, run_folder(tmp_path_factory, "released-runs"))

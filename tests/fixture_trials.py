@@ -6,18 +6,15 @@ every test that needs the executed solution or a trial's failed tests reads that
 
 from __future__ import annotations
 
-import fcntl
 import functools
-import json
 import re
-import shutil
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import nbformat
 
 from nbtools import (STUDENTS, Trial, TrialRun, fixture_lessons, fixture_sections, nbgrader_meta, notebook_path,
-                     run_trials, solution_answer, student_trials)
+                     once_per_run, run_trials, solution_answer, student_trials)
 
 RULE_BREAK = re.compile(r'says "(?P<substring>[^"]+)": (?P<rule>.+)')
 
@@ -91,19 +88,11 @@ def lesson_trials(lesson: str) -> list[Trial]:
 
 @functools.cache  # one read per process: a test may ask for many trials
 def tried_once(lesson: str, folder: Path) -> TrialRun:
-    """The lesson's TrialRun of lesson_trials, saved in `folder`, or the one saved there before:
-    a lock makes concurrent callers, in any process, wait for the first (and try again if it failed)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    saved = folder / f"{lesson}.json"
-    with open(folder / f"{lesson}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not saved.exists():
-            # A caller before this one may have failed midway (a kernel that did not start): start
-            # afresh, so that its error is not repeated as another here.
-            shutil.rmtree(folder / lesson, ignore_errors=True)
-            run = run_trials(lesson, folder / lesson, lesson_trials(lesson))
-            failed = [[asdict(trial), failed] for trial, failed in run.failed.items()]
-            saved.write_text(json.dumps({"notebook": run.notebook, "failed": failed}), encoding="utf-8")
-    data = json.loads(saved.read_text(encoding="utf-8"))
+    """The lesson's TrialRun of lesson_trials, made once per test run in `folder` (once_per_run)."""
+    def make() -> dict:
+        run = run_trials(lesson, folder / lesson, lesson_trials(lesson))
+        return {"notebook": run.notebook, "failed": [[asdict(trial), failed] for trial, failed in run.failed.items()]}
+
+    data = once_per_run(folder, lesson, make)
     return TrialRun(nbformat.from_dict(data["notebook"]),
                     {Trial(**trial): {int(i): text for i, text in failed.items()} for trial, failed in data["failed"]})

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import fcntl
+import json
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,9 +24,6 @@ from lab_utils.paths import ROOT
 
 LESSONS = lesson_names(ROOT)
 FIXTURES = ROOT / "tests" / "fixtures"
-# Debian's; Playwright's own browser download does not work here. Where it is installed, the browser
-# tests run every lesson in JupyterLab.
-CHROMIUM = Path("/usr/bin/chromium")
 # Outputs are all in once the last cell ran: kill the kernel rather than wait (about a second)
 # for its interpreter to tear a lesson's imports down.
 SHUTDOWN = "immediate"
@@ -52,6 +51,30 @@ def execute(source: Path, workdir: Path, allow_errors: bool = False) -> nbformat
                    kernel_manager_class=UnixSocketKernelManager,
                    resources={"metadata": {"path": str(workdir)}}).execute()
     return nb
+
+
+def once_per_run(folder: Path, name: str, make: Callable[[], dict]) -> dict:
+    """What `make` returns (JSON), made by the first caller in any worker of the test run and saved
+    as `folder`/<name>.json; a lock makes the others wait for it and read it. `make` writes only to
+    `folder`/<name>/, which a caller that failed midway (a kernel that did not start) may have left:
+    the next caller starts it afresh, so that its error is not repeated as another here."""
+    folder.mkdir(parents=True, exist_ok=True)
+    saved = folder / f"{name}.json"
+    with open(folder / f"{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not saved.exists():
+            shutil.rmtree(folder / name, ignore_errors=True)
+            saved.write_text(json.dumps(make()), encoding="utf-8")
+    return json.loads(saved.read_text(encoding="utf-8"))
+
+
+def released_once(lesson: str, folder: Path) -> nbformat.NotebookNode:
+    """The released lesson run once per test run, its exercises unfinished, with the outputs a
+    student sees (figures inline, as in JupyterLab)."""
+    def make() -> dict:
+        return execute(notebook_path("lessons", lesson), folder / lesson, allow_errors=True)
+
+    return nbformat.from_dict(once_per_run(folder, lesson, make))
 
 
 def nbgrader_meta(cell) -> dict:
@@ -235,14 +258,22 @@ class TrialRun:
     failed: dict[Trial, dict[int, str]]  # each trial's failed test cells: index -> error text
 
 
-def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int = 120) -> TrialRun:
+class LeakedState(AssertionError):
+    """A trial left state behind in the kernel that makes the reference answer fail its tests."""
+
+
+def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int = 120,
+               check_each: bool = False) -> TrialRun:
     """The solution notebook run once from the top, in one kernel, with every trial tried in it.
 
     At each exercise, after the reference answer and its tests ran, each of its trials runs in place
     of the reference answer with the cells after it up to the exercise's last test, and then the
-    reference runs again and must pass, so every trial starts where a student's answer would (the
-    other answers are the reference's). Writes only to `folder`, a copy of the lesson's folder.
+    reference answer is put back, so every trial starts where a student's answer would (the other
+    answers are the reference's). After the exercise's last trial the reference's tests run again
+    and must pass; if they fail, a trial leaked state, and the lesson runs again with the tests
+    after every trial (`check_each`), to name it. Writes only to `folder`, a copy of the lesson's folder.
     """
+    trials = list(trials)
     source = notebook_path("solutions", lesson)
     shutil.copytree(source.parent, folder)
     solution = nbformat.read(source, as_version=4)
@@ -254,26 +285,36 @@ def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int 
     if unknown:
         raise KeyError(f"{lesson}: no exercise is called {sorted(unknown)}")
 
-    def reference(kernel: Kernel, exercise: Exercise, when: str) -> dict[int, dict]:
+    def reference(kernel: Kernel, exercise: Exercise, when: str, error=AssertionError) -> dict[int, dict]:
         ran = kernel.run_exercise(exercise, solution.cells[exercise.answer].source)
         failed = failed_tests(exercise, ran)
         if failed:
-            raise AssertionError(f"{lesson} {exercise.grade_id}: the reference answer fails its tests{when}:\n"
-                                 f"{next(iter(failed.values()))[-800:]}")
+            raise error(f"{lesson} {exercise.grade_id}: the reference answer fails its tests{when}:\n"
+                        f"{next(iter(failed.values()))[-800:]}")
         return ran
 
     results: dict[Trial, dict[int, str]] = {}
     first: dict[int, dict] = {}  # each cell as it ran first, by index
-    with Kernel(solution, folder, timeout) as kernel:
-        done = 0
-        for exercise in exercises(solution):
-            first |= kernel.run_cells(done, exercise.answer) | reference(kernel, exercise, "")
-            for trial in todo.get(exercise.grade_id, []):
-                ran = kernel.run_exercise(exercise, trial.answer, released if trial.released else None)
-                results[trial] = failed_tests(exercise, ran)
-                reference(kernel, exercise, f" after {trial.label} (its state leaked)")
-            done = exercise.end + 1
-        first |= kernel.run_cells(done, len(solution.cells))  # after the last exercise
+    try:
+        with Kernel(solution, folder, timeout) as kernel:
+            done = 0
+            for exercise in exercises(solution):
+                first |= kernel.run_cells(done, exercise.answer) | reference(kernel, exercise, "")
+                tried = todo.get(exercise.grade_id, [])
+                for trial in tried:
+                    ran = kernel.run_exercise(exercise, trial.answer, released if trial.released else None)
+                    results[trial] = failed_tests(exercise, ran)
+                    if check_each:
+                        reference(kernel, exercise, f" after {trial.label} (its state leaked)")
+                    else:  # its tests once after the last trial: running them after each doubled the run
+                        kernel.run(exercise.answer)
+                if tried and not check_each:
+                    reference(kernel, exercise, " after its trials", LeakedState)
+                done = exercise.end + 1
+            first |= kernel.run_cells(done, len(solution.cells))  # after the last exercise
+    except LeakedState:
+        shutil.rmtree(folder)
+        return run_trials(lesson, folder, trials, timeout, check_each=True)
     executed = copy.deepcopy(solution)
     executed.cells = [first[index] for index in range(len(solution.cells))]
     return TrialRun(executed, results)

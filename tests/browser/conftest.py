@@ -16,8 +16,8 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from lab_utils.paths import ROOT
-from labtools import ARTIFACTS, NOTEBOOK, PROMPTS, STUDENT_CONFIG, TIMINGS, Lab, free_port, stop, wait_until_ready
-from nbtools import CHROMIUM
+from labtools import (ARTIFACTS, CHROMIUM, NOTEBOOK, PROMPTS, STUDENT_CONFIG, TIMINGS, Lab, free_port, stop,
+                      wait_until_ready)
 
 
 @pytest.fixture(scope="session")

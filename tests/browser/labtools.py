@@ -14,6 +14,8 @@ from pathlib import Path
 
 from lab_utils.paths import ROOT
 
+# Debian's; Playwright's own browser download does not work here.
+CHROMIUM = Path("/usr/bin/chromium")
 STUDENT_CONFIG = ROOT / "jupyter_config"  # what `make lab` uses and postBuild installs on Binder
 ARTIFACTS = ROOT / "artifacts" / "browser"  # git-ignored: a screenshot per lesson, timings.json
 NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook in front

@@ -2,7 +2,7 @@
 
 import pytest
 
-from nbtools import CHROMIUM, LESSONS, error_text, errors, execute, notebook_path, stray_errors
+from nbtools import LESSONS, error_text, errors, stray_errors
 
 pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
 
@@ -15,11 +15,10 @@ def test_solution_runs_offline(lesson, tried):
     assert not errors(nb), "\n\n".join(error_text(nb.cells[index])[-2000:] for index, _, _ in errors(nb))
 
 
-# test_student_view runs each lesson in JupyterLab and checks the same of what the browser shows;
-# without a browser, the lessons run here instead, so that each runs once per test run.
-@pytest.mark.skipif(CHROMIUM.exists(), reason="the browser tests run every lesson and check this")
-@pytest.mark.parametrize("lesson", LESSONS)
-def test_lesson_fails_only_in_exercises(lesson, offline):
-    nb = execute(notebook_path("lessons", lesson), offline / "run", allow_errors=True)
+# Each released lesson runs once per test run (the `released` fixture), which test_student_view opens
+# in JupyterLab, first lesson first: last lesson first here, for the same reason as above.
+@pytest.mark.parametrize("lesson", LESSONS[::-1])
+def test_lesson_fails_only_in_exercises(lesson, released):
+    nb = released(lesson)
     assert errors(nb), "an unfinished lesson must fail loudly in its exercises"
     assert not stray_errors(nb)
