@@ -205,6 +205,7 @@ def autograde_all(root: Path = ROOT, only: str | None = None, jobs: int = 1, uns
         for student in sorted({student for student, _ in todo}):
             gb.update_or_create_student(student)
     work = [(root, student, lesson, unsafe) for student, lesson in todo]
+    jobs = min(jobs, len(work))  # a worker with nothing to grade would still import nbgrader (seconds)
     outcomes = map(_grade_job, work) if jobs <= 1 else in_parallel(work, jobs)
     for outcome in outcomes:
         record(root, outcome)

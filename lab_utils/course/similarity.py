@@ -11,7 +11,9 @@ Blank answers (the released stub, or a body that still raises NotImplementedErro
 from __future__ import annotations
 
 import ast
+import copy
 import difflib
+import functools
 import itertools
 import re
 from pathlib import Path
@@ -66,6 +68,11 @@ def tokens(source: str) -> list[str] | None:
         tree = ast.parse(source)
     except SyntaxError:
         return None
+    return _normalized(tree)
+
+
+def _normalized(tree: ast.AST) -> list[str]:
+    """The normalized tokens of a parsed tree (which normalizing changes)."""
     return re.findall(r"\w+|[^\w\s]", ast.unparse(_Normalize().visit(tree)))
 
 
@@ -100,17 +107,18 @@ def _functions(source: str) -> dict[str, str]:
             if isinstance(n, ast.FunctionDef)}
 
 
-def _library_functions() -> dict[str, list[tuple[str, str]]]:
-    """name -> [(dotted name, source)] of every function in lab_utils (the course's wing excepted)."""
-    found: dict[str, list[tuple[str, str]]] = {}
+@functools.cache  # read once per process: grades compares every lesson's answers with it
+def _library_functions() -> dict[str, list[tuple[str, list[str]]]]:
+    """name -> [(dotted name, normalized tokens)] of every function in lab_utils (the course's wing excepted)."""
+    found: dict[str, list[tuple[str, list[str]]]] = {}
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
         module = ".".join(("lab_utils", *path.relative_to(PACKAGE_DIR).with_suffix("").parts))
         if module.startswith("lab_utils.course"):
             continue
-        text = path.read_text(encoding="utf-8")
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef):
-                found.setdefault(node.name, []).append((f"{module}.{node.name}", ast.get_source_segment(text, node)))
+                # The node itself, not its source text: ast.get_source_segment splits the whole file per call.
+                found.setdefault(node.name, []).append((f"{module}.{node.name}", _normalized(copy.deepcopy(node))))
     return found
 
 
@@ -118,7 +126,7 @@ def near_copies(root: Path, lesson: str, threshold: float = THRESHOLD) -> dict[s
     """student -> why their answers to `lesson` look copied (the exercise and the other party)."""
     root = Path(root)
     name = f"{lesson}.ipynb"
-    solution = _answers(root / "solutions" / lesson / name)
+    solution = {k: tokens(v) or [] for k, v in _answers(root / "solutions" / lesson / name).items()}
     stubs = {k: tokens(v) for k, v in _answers(root / "lessons" / lesson / name).items()}
     submitted = sorted(p for p in (root / "submitted").glob(f"*/{lesson}/{name}"))
     library = _library_functions()
@@ -141,7 +149,7 @@ def near_copies(root: Path, lesson: str, threshold: float = THRESHOLD) -> dict[s
                 (tokens(function), dotted, reference) for name, function in _functions(source).items()
                 for dotted, reference in library.get(name, [])]
             for answer_tokens, other, reference in pairs:
-                score = similarity(answer_tokens, tokens(reference) or [], threshold)
+                score = similarity(answer_tokens, reference, threshold)
                 if score >= threshold:
                     flag(student, exercise, other, score)
                     break
