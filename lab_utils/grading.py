@@ -29,8 +29,15 @@ from pathlib import Path
 from types import CodeType, FunctionType
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-# What a test says when it caught an answer using the reference (make grades flags these).
-REACHED, COPIED = "reached the lab_utils reference", "ran a copy of the lab_utils reference"
+# What a test says when it caught an answer using the reference, each followed by the reference's
+# dotted name (make grades flags these): taken (imported, or built from its code), called, copied.
+TAKEN, REACHED, COPIED = ("is the lab_utils reference", "reached the lab_utils reference",
+                          "ran a copy of the lab_utils reference")
+
+
+def module_name(path: Path) -> str:
+    """The dotted name of a module file of lab_utils, e.g. lab_utils.memory."""
+    return ".".join(("lab_utils", *Path(path).resolve().relative_to(PACKAGE_DIR).with_suffix("").parts))
 
 
 def _from_lab_utils(obj) -> bool:
@@ -52,19 +59,31 @@ def assert_own_implementation(func) -> None:
     """
     name = getattr(func, "__name__", repr(func))
     code = getattr(func, "__code__", None)
-    if getattr(func, "__module__", None) != "__main__" or code is None:
-        raise AssertionError(
-            f"{name} comes from {getattr(func, '__module__', 'elsewhere')}, not from this notebook: "
-            "write it in the answer cell rather than importing the reference version.")
+    module = getattr(func, "__module__", None)
+    if module != "__main__" or code is None:
+        if _from_lab_utils(func):
+            raise AssertionError(f"{name} {TAKEN} {module}.{getattr(func, '__qualname__', name)}, not written in "
+                                 "this notebook: write it in the answer cell rather than importing the reference.")
+        raise AssertionError(f"{name} comes from {module or 'elsewhere'}, not from this notebook: "
+                             "write it in the answer cell.")
     if _code_from_lab_utils(code):
-        raise AssertionError(f"{name} runs code taken from lab_utils ({code.co_filename}); "
-                             "write it yourself in the answer cell.")
+        raise AssertionError(f"{name} {TAKEN} {module_name(code.co_filename)}.{code.co_qualname} (its code, "
+                             "taken from lab_utils): write it yourself in the answer cell.")
     used = set(code.co_names)
     references = [r for r in map(func.__globals__.get, used) if r is not None and _from_lab_utils(r)]
     aliased = any(getattr(r, "__name__", None) == name for r in references)  # ref = lab_utils.x.name
     dotted = name in used and bool(references)  # lab_utils.x.name(...)
     if aliased or dotted:
-        raise AssertionError(f"{name} calls the lab_utils reference {name}; implement it yourself.")
+        raise AssertionError(f"{name} {REACHED} {_reference_named(name)} by calling it: implement it yourself.")
+
+
+def _reference_named(name: str) -> str:
+    """The dotted name of the lab_utils function called `name`, where it is defined."""
+    for module, loaded in list(sys.modules.items()):
+        found = getattr(loaded, name, None)
+        if module.split(".")[0] == "lab_utils" and inspect.isfunction(found) and found.__module__ == module:
+            return f"{module}.{name}"
+    return f"lab_utils.{name}"
 
 
 def _resolve(dotted: str) -> FunctionType:

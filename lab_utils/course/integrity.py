@@ -45,7 +45,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets.config import Config
 
-from lab_utils.grading import COPIED, PACKAGE_DIR, REACHED
+from lab_utils.grading import COPIED, PACKAGE_DIR, REACHED, TAKEN
 
 MIME = "application/vnd.agent-memory-lab.integrity+json"
 KEY = "lab_integrity"  # notebook metadata (between nbgrader's two passes) and resources
@@ -432,12 +432,13 @@ def findings(autograded_notebook: Path) -> list[str]:
     return data["submission"] + data["execution"]
 
 
-USED = re.compile(rf"({re.escape(REACHED)}|{re.escape(COPIED)}) ([\w.]+)")
+USED = re.compile(rf"({re.escape(TAKEN)}|{re.escape(REACHED)}|{re.escape(COPIED)}) ([\w.]+)")
 
 
 def reference_used(graded: Path) -> list[str]:
-    """The references a test caught the answer calling, or running a copy of: that costs the test's
-    points, and a person should know why (a first test cell per reference named)."""
+    """The references a test caught the answer being (imported, or built from its code), calling, or
+    running a copy of: that costs the test's points, and a person should know why (a first test cell
+    per reference named)."""
     found = {}
     for cell in nbformat.read(graded, as_version=4).cells:
         for output in cell.get("outputs", []):

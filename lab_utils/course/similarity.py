@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 
-from lab_utils.grading import PACKAGE_DIR
+from lab_utils.grading import PACKAGE_DIR, module_name
 
 THRESHOLD = 0.9
 # An answer this many normalized tokens longer than its stub at least: shorter ones are too alike
@@ -112,7 +112,7 @@ def _library_functions() -> dict[str, list[tuple[str, list[str]]]]:
     """name -> [(dotted name, normalized tokens)] of every function in lab_utils (the course's wing excepted)."""
     found: dict[str, list[tuple[str, list[str]]]] = {}
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        module = ".".join(("lab_utils", *path.relative_to(PACKAGE_DIR).with_suffix("").parts))
+        module = module_name(path)
         if module.startswith("lab_utils.course"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -17,6 +17,7 @@ from nbgrader.apps import NbGraderAPI
 from traitlets.config import Config
 
 from lab_utils.course import config, integrity
+from lab_utils.grading import assert_own_implementation
 from lab_utils.paths import ROOT
 
 pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
@@ -122,6 +123,29 @@ def test_a_kernel_that_stops_answering_ends_the_run_and_the_rest_earns_nothing(t
 
 def test_findings_without_a_record_say_it_was_not_checked(tmp_path):
     assert integrity.findings(tmp_path / "lesson.ipynb")[0].startswith("not checked for tampering")
+
+
+def test_every_use_of_the_reference_a_test_caught_is_flagged(tmp_path):
+    """The own-implementation check's messages, as graded cells hold them, become flags that name
+    the test and the reference: an import, a function built from its code, and a wrapper."""
+    cell = {"__name__": "__main__"}  # a notebook's namespace
+    exec("import types\nimport lab_utils.memory\nfrom lab_utils.memory import top_k\n"
+         "format_recall = types.FunctionType(lab_utils.memory.format_recall.__code__, globals())\n"
+         "def memory_from_json(line, where):\n    return lab_utils.memory.memory_from_json(line, where)\n", cell)
+    answers = {"test-top-k": cell["top_k"], "test-format-recall": cell["format_recall"],
+               "test-memory-from-json": cell["memory_from_json"]}
+    cells = []
+    for grade_id, answer in answers.items():
+        try:
+            assert_own_implementation(answer)
+        except AssertionError as caught:
+            cells.append(new_code_cell("", metadata={"nbgrader": {"grade_id": grade_id}}, outputs=[
+                nbformat.v4.new_output("error", ename="AssertionError", evalue=str(caught), traceback=[])]))
+    nbformat.write(new_notebook(cells=cells), tmp_path / "graded.ipynb")
+    assert integrity.reference_used(tmp_path / "graded.ipynb") == [
+        "test-top-k: the answer is the lab_utils reference lab_utils.memory.top_k",
+        "test-format-recall: the answer is the lab_utils reference lab_utils.memory.format_recall",
+        "test-memory-from-json: the answer reached the lab_utils reference lab_utils.memory.memory_from_json"]
 
 
 # --- through nbgrader's autograde, on lesson 01 ---

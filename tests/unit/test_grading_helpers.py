@@ -7,7 +7,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from lab_utils import memory
-from lab_utils.grading import assert_own_implementation, own_implementation
+from lab_utils.grading import REACHED, TAKEN, assert_own_implementation, own_implementation
 from lab_utils.memory import format_recall
 
 
@@ -17,17 +17,19 @@ def run(source: str):
     return namespace
 
 
+# Each message names the reference after one of the phrases make grades flags (integrity.reference_used).
 def test_an_imported_reference_fails():
-    with pytest.raises(AssertionError, match="lab_utils.memory"):
+    with pytest.raises(AssertionError, match=f"{TAKEN} lab_utils.memory.format_recall,"):
         assert_own_implementation(format_recall)
 
 
 @pytest.mark.parametrize("source", [
     "from lab_utils.memory import format_recall as ref\ndef format_recall(ms):\n    return ref(ms)\n",
     "import lab_utils.memory\ndef format_recall(ms):\n    return lab_utils.memory.format_recall(ms)\n",
+    "from lab_utils import memory\ndef format_recall(ms):\n    return memory.format_recall(ms)\n",
 ])
 def test_a_wrapper_around_the_reference_fails(source):
-    with pytest.raises(AssertionError, match="reference"):
+    with pytest.raises(AssertionError, match=f"{REACHED} lab_utils.memory.format_recall by calling it"):
         assert_own_implementation(run(source)["format_recall"])
 
 
@@ -55,7 +57,8 @@ def test_the_tripwire_catches_the_reference_however_it_is_reached(source):
 
 def test_code_taken_from_the_reference_fails():
     source = "import types, lab_utils.memory as q\nformat_recall = types.FunctionType(q.format_recall.__code__, globals())\n"
-    with pytest.raises(AssertionError, match="taken from lab_utils"):
+    said = rf"{TAKEN} lab_utils.memory.format_recall \(its code, taken from lab_utils\)"
+    with pytest.raises(AssertionError, match=said):
         assert_own_implementation(run(source)["format_recall"])
 
 
