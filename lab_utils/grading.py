@@ -20,6 +20,7 @@ at run time (`exec(inspect.getsource(reference))`), which no cell of the noteboo
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import sys
@@ -61,9 +62,11 @@ def assert_own_implementation(func) -> None:
     code = getattr(func, "__code__", None)
     module = getattr(func, "__module__", None)
     if module != "__main__" or code is None:
-        if _from_lab_utils(func):
-            raise AssertionError(f"{name} {TAKEN} {module}.{getattr(func, '__qualname__', name)}, not written in "
-                                 "this notebook: write it in the answer cell rather than importing the reference.")
+        taken = func.func if isinstance(func, functools.partial) else func  # partial(reference, ...) too
+        if _from_lab_utils(taken):
+            raise AssertionError(f"{name} {TAKEN} {taken.__module__}.{getattr(taken, '__qualname__', name)}, not "
+                                 "written in this notebook: write it in the answer cell rather than importing the "
+                                 "reference.")
         raise AssertionError(f"{name} comes from {module or 'elsewhere'}, not from this notebook: "
                              "write it in the answer cell.")
     if _code_from_lab_utils(code):

@@ -1,5 +1,6 @@
 """The own-implementation check catches imports and thin wrappers, and accepts real work."""
 
+import functools
 import inspect
 import sys
 
@@ -18,9 +19,10 @@ def run(source: str):
 
 
 # Each message names the reference after one of the phrases make grades flags (integrity.reference_used).
-def test_an_imported_reference_fails():
+@pytest.mark.parametrize("answer", [format_recall, functools.partial(format_recall)], ids=["import", "partial"])
+def test_an_imported_reference_fails(answer):
     with pytest.raises(AssertionError, match=f"{TAKEN} lab_utils.memory.format_recall,"):
-        assert_own_implementation(format_recall)
+        assert_own_implementation(answer)
 
 
 @pytest.mark.parametrize("source", [
