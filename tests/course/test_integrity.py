@@ -80,8 +80,9 @@ def run_sealed(nb, tmp_path, timeout: int = 60) -> tuple[nbformat.NotebookNode, 
     steps = c.Autograde.autograde_preprocessors
     at = steps.index(integrity.Seal)
     resources = {"metadata": {"path": str(tmp_path)}, "nbgrader": {"notebook": "lesson"}}
-    settings = Config({"Execute": {"timeout": timeout, "iopub_timeout": min(timeout, 4),
-                                   "shutdown_kernel": "immediate"}})  # as the course configures it
+    # The course's Execute settings (its kernel shutdown among them), with this test's timeouts.
+    course = config.configure(Config(), tmp_path).Execute
+    settings = Config({"Execute": {**course, "timeout": timeout, "iopub_timeout": min(timeout, 4)}})
     for step in steps[at:at + 3]:
         nb, resources = step(config=settings)(nb, resources)
     return nb.cells[-1], integrity.findings(tmp_path / "lesson.ipynb")
