@@ -1,4 +1,5 @@
-"""Near-copies: a copied-and-renamed answer is flagged, independent answers and blanks are not."""
+"""Near-copies: a copied-and-renamed answer is flagged, independent answers and blanks are not, nor a
+short answer that comes close to the solution's without being the same."""
 
 import ast
 import shutil
@@ -85,29 +86,50 @@ def memory_from_json(line: str, where: str) -> Memory:
 '''
 
 
-def answer(released, source):
+# An outside student's own answer to lesson 06's shortest exercise, written without seeing the solution.
+SHORT_LESSON, SHORT_EXERCISE = "06_proposer_loop", "blind-spots"
+KIM = '''def blind_spots(thresholds: list[float], public_curve: list[float], heldout_curve: list[float]) -> list[float]:
+    """Thresholds with a perfect public share and an imperfect held-out share, ascending."""
+    if not (len(thresholds) == len(public_curve) == len(heldout_curve)):
+        raise ValueError(f"the lists must have the same length, got {len(thresholds)}, "
+                         f"{len(public_curve)} and {len(heldout_curve)}")
+    fooled = [t for t, pub, held in zip(thresholds, public_curve, heldout_curve) if pub == 1.0 and held < 1.0]
+    return sorted(fooled)
+'''
+
+
+def answer(released, source, exercise=EXERCISE):
     nb = nbformat.read(released, as_version=4)
     for cell in nb.cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") == EXERCISE:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == exercise:
             cell.source = source
     return nb
 
 
+def reference(root, lesson, exercise):
+    solution = nbformat.read(root / "solutions" / lesson / f"{lesson}.ipynb", as_version=4)
+    return next(c.source for c in solution.cells if c.metadata.get("nbgrader", {}).get("grade_id") == exercise)
+
+
+def hand_in(root, lesson, hand_ins):
+    """A course folder with the lesson's solution and release, and these students' notebooks."""
+    for folder in ("solutions", "lessons"):
+        shutil.copytree(ROOT / folder / lesson, root / folder / lesson, dirs_exist_ok=True)
+    for student, nb in hand_ins.items():
+        folder = root / "submitted" / student / lesson
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{lesson}.ipynb")
+
+
 @pytest.fixture
 def course(tmp_path):
-    for folder in ("solutions", "lessons"):
-        shutil.copytree(ROOT / folder / LESSON, tmp_path / folder / LESSON)
-    released = tmp_path / "lessons" / LESSON / f"{LESSON}.ipynb"
-    solution = nbformat.read(tmp_path / "solutions" / LESSON / f"{LESSON}.ipynb", as_version=4)
-    reference = next(c.source for c in solution.cells if c.metadata.get("nbgrader", {}).get("grade_id") == EXERCISE)
-    renamed_reference = reference.replace("data", "payload").replace("err", "problem").replace("name", "key")
-    hand_ins = {"ada": answer(released, ADA), "bob": answer(released, BOB), "cy": answer(released, COPY),
-                "dee": nbformat.read(released, as_version=4), "eve": nbformat.read(released, as_version=4),
-                "fay": answer(released, renamed_reference)}
-    for student, nb in hand_ins.items():
-        folder = tmp_path / "submitted" / student / LESSON
-        folder.mkdir(parents=True)
-        nbformat.write(nb, folder / f"{LESSON}.ipynb")
+    released = ROOT / "lessons" / LESSON / f"{LESSON}.ipynb"
+    renamed_reference = (reference(ROOT, LESSON, EXERCISE).replace("data", "payload").replace("err", "problem")
+                         .replace("name", "key"))
+    hand_in(tmp_path, LESSON, {"ada": answer(released, ADA), "bob": answer(released, BOB),
+                               "cy": answer(released, COPY), "dee": nbformat.read(released, as_version=4),
+                               "eve": nbformat.read(released, as_version=4),
+                               "fay": answer(released, renamed_reference)})
     (tmp_path / "submitted" / "gus" / LESSON).mkdir(parents=True)
     (tmp_path / "submitted" / "gus" / LESSON / f"{LESSON}.ipynb").write_text('{"cells": [')
     return tmp_path
@@ -136,3 +158,23 @@ def test_the_lab_utils_reference_counts_as_a_source(course):
     nbformat.write(answer(course / "lessons" / LESSON / f"{LESSON}.ipynb", copied),
                    course / "submitted" / "bob" / LESSON / f"{LESSON}.ipynb")
     assert "near-copy of lab_utils.memory.memory_from_json" in similarity.near_copies(course, LESSON)["bob"]
+
+
+def test_a_short_answer_close_to_the_solution_is_no_copy_but_a_renamed_one_is(tmp_path):
+    released = ROOT / "lessons" / SHORT_LESSON / f"{SHORT_LESSON}.ipynb"
+    solution = reference(ROOT, SHORT_LESSON, SHORT_EXERCISE)
+    renamed = solution.replace("public", "pub_share").replace("held", "kept")
+    assert renamed != solution
+    hand_in(tmp_path, SHORT_LESSON, {"kim": answer(released, KIM, SHORT_EXERCISE),
+                                     "lou": answer(released, renamed, SHORT_EXERCISE)})
+    # Close enough that a long answer would be flagged: the bar for short ones is what spares kim.
+    assert similarity.similarity(similarity.tokens(KIM), similarity.tokens(solution)) >= similarity.THRESHOLD
+    found = similarity.near_copies(tmp_path, SHORT_LESSON)
+    assert set(found) == {"lou"}, found
+    assert found["lou"] == f"near-copy of the reference solution in {SHORT_EXERCISE} (up to 1.00)"
+
+
+def test_the_instructors_guide_states_the_bars_in_use():
+    guide = " ".join((ROOT / "docs" / "instructors.md").read_text(encoding="utf-8").split())
+    assert f"at least {similarity.THRESHOLD:g} alike" in guide
+    assert f"under {similarity.SHORT_ANSWER_TOKENS} such tokens" in guide
