@@ -5,10 +5,8 @@ to their type, docstrings, comments and annotations dropped), so renaming variab
 strings does not hide a copy. Two normalized answers are compared token by token with difflib.
 An answer is compared with the solution cell, with the lab_utils function of the same name (the
 reference a later lesson imports), and with every other student's answer to the same exercise.
-Blank answers (the released stub, or a body that still raises NotImplementedError) are skipped.
-A short answer is a near-copy only when it is the same but for names and literals: honest short
-answers to one exercise converge (an outside student's own three-line answer to lesson 06's
-blind-spots scored 0.94 against the solution's).
+Blank answers (the released stub, or a body that still raises NotImplementedError) are skipped, and
+so are short ones: honest short answers to one exercise converge, so their likeness proves nothing.
 """
 
 from __future__ import annotations
@@ -27,10 +25,10 @@ from lab_utils.grading import PACKAGE_DIR, module_name
 
 THRESHOLD = 0.9
 # An answer this many normalized tokens longer than its stub at least: shorter ones are too alike
-# whoever writes them.
-MIN_WRITTEN_TOKENS = 15
-# Answers fewer normalized tokens longer than their stub than this are short: they must match exactly.
-SHORT_ANSWER_TOKENS = 100
+# whoever writes them. Outside students' own short answers came out the same as the solution's
+# (lesson 04's choose-b, 50 tokens: 1.00) or close (lesson 06's blind-spots, 81 tokens: 0.94).
+# Every lesson has a longer exercise, so a whole lesson copied is still flagged.
+MIN_WRITTEN_TOKENS = 100
 
 
 class _Normalize(ast.NodeTransformer):
@@ -106,11 +104,6 @@ def _blank(source: str, stub: list[str] | None) -> bool:
     return written is None or (stub is not None and len(written) - len(stub) < MIN_WRITTEN_TOKENS)
 
 
-def _bar(answer: list[str], stub: list[str] | None) -> float:
-    """The similarity at which this answer counts as a near-copy: 1.0 for a short one."""
-    return THRESHOLD if len(answer) - len(stub or []) >= SHORT_ANSWER_TOKENS else 1.0
-
-
 def _functions(source: str) -> dict[str, str]:
     """name -> source of each function an answer defines at its top level."""
     return {n.name: ast.get_source_segment(source, n) for n in ast.parse(source).body
@@ -132,7 +125,7 @@ def _library_functions() -> dict[str, list[tuple[str, list[str]]]]:
     return found
 
 
-def near_copies(root: Path, lesson: str) -> dict[str, str]:
+def near_copies(root: Path, lesson: str, threshold: float = THRESHOLD) -> dict[str, str]:
     """student -> why their answers to `lesson` look copied (the exercise and the other party)."""
     root = Path(root)
     name = f"{lesson}.ipynb"
@@ -140,14 +133,12 @@ def near_copies(root: Path, lesson: str) -> dict[str, str]:
     stubs = {k: tokens(v) for k, v in _answers(root / "lessons" / lesson / name).items()}
     submitted = sorted(p for p in (root / "submitted").glob(f"*/{lesson}/{name}"))
     library = _library_functions()
-    # student -> exercise -> (source, tokens, the similarity that makes it a near-copy)
-    written: dict[str, dict[str, tuple[str, list[str], float]]] = {}
+    written: dict[str, dict[str, tuple[str, list[str]]]] = {}  # student -> exercise -> (source, tokens)
     for path in submitted:
         student = path.parent.parent.name
         for exercise, source in _answers(path).items():
             if exercise in solution and not _blank(source, stubs.get(exercise)):
-                mine = tokens(source)
-                written.setdefault(student, {})[exercise] = (source, mine, _bar(mine, stubs.get(exercise)))
+                written.setdefault(student, {})[exercise] = (source, tokens(source))
     # student -> the other party -> [(exercise, score)]: one reason per party keeps a row readable.
     reasons: dict[str, dict[str, list[tuple[str, float]]]] = {}
 
@@ -155,21 +146,20 @@ def near_copies(root: Path, lesson: str) -> dict[str, str]:
         reasons.setdefault(student, {}).setdefault(other, []).append((exercise, score))
 
     for student, answers in written.items():
-        for exercise, (source, mine, bar) in answers.items():
+        for exercise, (source, mine) in answers.items():
             # The whole cell against the solution cell; each function against its lab_utils namesake.
             pairs = [(mine, "the reference solution", solution[exercise])] + [
                 (tokens(function), dotted, reference) for name, function in _functions(source).items()
                 for dotted, reference in library.get(name, [])]
             for answer_tokens, other, reference in pairs:
-                score = similarity(answer_tokens, reference, bar)
-                if score >= bar:
+                score = similarity(answer_tokens, reference, threshold)
+                if score >= threshold:
                     flag(student, exercise, other, score)
                     break
     for (one, a), (two, b) in itertools.combinations(sorted(written.items()), 2):
         for exercise in sorted(a.keys() & b.keys()):
-            bar = max(a[exercise][2], b[exercise][2])
-            score = similarity(a[exercise][1], b[exercise][1], bar)
-            if score >= bar:
+            score = similarity(a[exercise][1], b[exercise][1], threshold)
+            if score >= threshold:
                 flag(one, exercise, f"{two}'s answer", score)
                 flag(two, exercise, f"{one}'s answer", score)
     return {student: "; ".join(

@@ -1,5 +1,5 @@
-"""Near-copies: a copied-and-renamed answer is flagged, independent answers and blanks are not, nor a
-short answer that comes close to the solution's without being the same."""
+"""Near-copies: a copied-and-renamed answer is flagged; independent answers, blanks and short answers
+(which honest students write alike) are not."""
 
 import ast
 import shutil
@@ -86,15 +86,16 @@ def memory_from_json(line: str, where: str) -> Memory:
 '''
 
 
-# An outside student's own answer to lesson 06's shortest exercise, written without seeing the solution.
-SHORT_LESSON, SHORT_EXERCISE = "06_proposer_loop", "blind-spots"
-KIM = '''def blind_spots(thresholds: list[float], public_curve: list[float], heldout_curve: list[float]) -> list[float]:
-    """Thresholds with a perfect public share and an imperfect held-out share, ascending."""
-    if not (len(thresholds) == len(public_curve) == len(heldout_curve)):
-        raise ValueError(f"the lists must have the same length, got {len(thresholds)}, "
-                         f"{len(public_curve)} and {len(heldout_curve)}")
-    fooled = [t for t, pub, held in zip(thresholds, public_curve, heldout_curve) if pub == 1.0 and held < 1.0]
-    return sorted(fooled)
+# An outside student's own answer to lesson 04's choose-b, written without seeing the solution.
+SHORT_LESSON, SHORT_EXERCISE = "04_measuring_recall", "choose-b"
+KIM = '''def choose_b(memories: list[Memory], gold: list[dict], k: int, candidates: list[float]) -> float:
+    """The candidate b with the best recall@k on `gold`; a tie goes to the earlier candidate."""
+    best_b, best_score = None, None
+    for b in candidates:
+        score = metrics.recall_with_b(memories, gold, k, b)
+        if best_score is None or score > best_score:  # strictly better, so earlier wins ties
+            best_b, best_score = b, score
+    return best_b
 '''
 
 
@@ -160,21 +161,16 @@ def test_the_lab_utils_reference_counts_as_a_source(course):
     assert "near-copy of lab_utils.memory.memory_from_json" in similarity.near_copies(course, LESSON)["bob"]
 
 
-def test_a_short_answer_close_to_the_solution_is_no_copy_but_a_renamed_one_is(tmp_path):
+def test_short_answers_are_not_compared_as_honest_ones_converge(tmp_path):
     released = ROOT / "lessons" / SHORT_LESSON / f"{SHORT_LESSON}.ipynb"
-    solution = reference(ROOT, SHORT_LESSON, SHORT_EXERCISE)
-    renamed = solution.replace("public", "pub_share").replace("held", "kept")
-    assert renamed != solution
     hand_in(tmp_path, SHORT_LESSON, {"kim": answer(released, KIM, SHORT_EXERCISE),
-                                     "lou": answer(released, renamed, SHORT_EXERCISE)})
-    # Close enough that a long answer would be flagged: the bar for short ones is what spares kim.
-    assert similarity.similarity(similarity.tokens(KIM), similarity.tokens(solution)) >= similarity.THRESHOLD
-    found = similarity.near_copies(tmp_path, SHORT_LESSON)
-    assert set(found) == {"lou"}, found
-    assert found["lou"] == f"near-copy of the reference solution in {SHORT_EXERCISE} (up to 1.00)"
+                                     "lou": answer(released, KIM.replace("best_b", "pick"), SHORT_EXERCISE)})
+    # Kim's own answer is the solution's, token for token: likeness is no evidence here.
+    assert similarity.tokens(KIM) == similarity.tokens(reference(ROOT, SHORT_LESSON, SHORT_EXERCISE))
+    assert similarity.near_copies(tmp_path, SHORT_LESSON) == {}
 
 
 def test_the_instructors_guide_states_the_bars_in_use():
     guide = " ".join((ROOT / "docs" / "instructors.md").read_text(encoding="utf-8").split())
     assert f"at least {similarity.THRESHOLD:g} alike" in guide
-    assert f"under {similarity.SHORT_ANSWER_TOKENS} such tokens" in guide
+    assert f"under {similarity.MIN_WRITTEN_TOKENS} such tokens" in guide
