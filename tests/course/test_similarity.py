@@ -4,11 +4,12 @@
 import ast
 import shutil
 
-import nbformat
 import pytest
 
+from coursetools import graded_cell, solution
 from lab_utils.course import similarity
 from lab_utils.paths import ROOT
+from nbtools import notebook_path, submit, with_answers
 
 LESSON = "01_naive_memory"
 EXERCISE = "memory-from-json"
@@ -99,38 +100,26 @@ KIM = '''def choose_b(memories: list[Memory], gold: list[dict], k: int, candidat
 '''
 
 
-def answer(released, source, exercise=EXERCISE):
-    nb = nbformat.read(released, as_version=4)
-    for cell in nb.cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") == exercise:
-            cell.source = source
-    return nb
+def reference(lesson, exercise):
+    return graded_cell(solution(ROOT, lesson), exercise).source
 
 
-def reference(root, lesson, exercise):
-    solution = nbformat.read(root / "solutions" / lesson / f"{lesson}.ipynb", as_version=4)
-    return next(c.source for c in solution.cells if c.metadata.get("nbgrader", {}).get("grade_id") == exercise)
-
-
-def hand_in(root, lesson, hand_ins):
+def hand_in(root, lesson, notebooks):
     """A course folder with the lesson's solution and release, and these students' notebooks."""
     for folder in ("solutions", "lessons"):
         shutil.copytree(ROOT / folder / lesson, root / folder / lesson, dirs_exist_ok=True)
-    for student, nb in hand_ins.items():
-        folder = root / "submitted" / student / lesson
-        folder.mkdir(parents=True)
-        nbformat.write(nb, folder / f"{lesson}.ipynb")
+    for student, nb in notebooks.items():
+        submit(root, student, lesson, nb)
 
 
 @pytest.fixture
 def course(tmp_path):
-    released = ROOT / "lessons" / LESSON / f"{LESSON}.ipynb"
-    renamed_reference = (reference(ROOT, LESSON, EXERCISE).replace("data", "payload").replace("err", "problem")
+    released = notebook_path("lessons", LESSON)
+    renamed_reference = (reference(LESSON, EXERCISE).replace("data", "payload").replace("err", "problem")
                          .replace("name", "key"))
-    hand_in(tmp_path, LESSON, {"ada": answer(released, ADA), "bob": answer(released, BOB),
-                               "cy": answer(released, COPY), "dee": nbformat.read(released, as_version=4),
-                               "eve": nbformat.read(released, as_version=4),
-                               "fay": answer(released, renamed_reference)})
+    answers = {"ada": ADA, "bob": BOB, "cy": COPY, "dee": None, "eve": None, "fay": renamed_reference}
+    hand_in(tmp_path, LESSON, {student: with_answers(released, {EXERCISE: source} if source else {})
+                               for student, source in answers.items()})
     (tmp_path / "submitted" / "gus" / LESSON).mkdir(parents=True)
     (tmp_path / "submitted" / "gus" / LESSON / f"{LESSON}.ipynb").write_text('{"cells": [')
     return tmp_path
@@ -156,17 +145,16 @@ def test_the_lab_utils_reference_counts_as_a_source(course):
     library = (ROOT / "lab_utils" / "memory.py").read_text()
     node = next(n for n in ast.parse(library).body if isinstance(n, ast.FunctionDef) and n.name == "memory_from_json")
     copied = FIELDS + ast.get_source_segment(library, node)
-    nbformat.write(answer(course / "lessons" / LESSON / f"{LESSON}.ipynb", copied),
-                   course / "submitted" / "bob" / LESSON / f"{LESSON}.ipynb")
+    submit(course, "bob", LESSON, with_answers(notebook_path("lessons", LESSON), {EXERCISE: copied}))
     assert "near-copy of lab_utils.memory.memory_from_json" in similarity.near_copies(course, LESSON)["bob"]
 
 
 def test_short_answers_are_not_compared_as_honest_ones_converge(tmp_path):
-    released = ROOT / "lessons" / SHORT_LESSON / f"{SHORT_LESSON}.ipynb"
-    hand_in(tmp_path, SHORT_LESSON, {"kim": answer(released, KIM, SHORT_EXERCISE),
-                                     "lou": answer(released, KIM.replace("best_b", "pick"), SHORT_EXERCISE)})
+    released = notebook_path("lessons", SHORT_LESSON)
+    hand_in(tmp_path, SHORT_LESSON, {"kim": with_answers(released, {SHORT_EXERCISE: KIM}),
+                                     "lou": with_answers(released, {SHORT_EXERCISE: KIM.replace("best_b", "pick")})})
     # Kim's own answer is the solution's, token for token: likeness is no evidence here.
-    assert similarity.tokens(KIM) == similarity.tokens(reference(ROOT, SHORT_LESSON, SHORT_EXERCISE))
+    assert similarity.tokens(KIM) == similarity.tokens(reference(SHORT_LESSON, SHORT_EXERCISE))
     assert similarity.near_copies(tmp_path, SHORT_LESSON) == {}
 
 
