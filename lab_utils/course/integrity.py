@@ -155,10 +155,13 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         "hooks": hooks, "modules": modules, "objects": objects}})
 
 
+KERNEL_STATE_SOURCE = inspect.getsource(_kernel_state)  # read once: every sealed test cell carries it
+
+
 def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple]) -> str:
     """One line of code that runs `_kernel_state` in a namespace of its own."""
     call = f"_kernel_state({MIME!r}, {nonce!r}, {preload!r}, {MACHINERY + JUDGES!r}, {imported!r})"
-    return f"exec({inspect.getsource(_kernel_state) + call!r}, {{}})"
+    return f"exec({KERNEL_STATE_SOURCE + call!r}, {{}})"
 
 
 def _proof(nonce: str, imported: dict[str, tuple]) -> str:
