@@ -125,7 +125,7 @@ def _library_functions() -> dict[str, list[tuple[str, list[str]]]]:
     return found
 
 
-def near_copies(root: Path, lesson: str, threshold: float = THRESHOLD) -> dict[str, str]:
+def near_copies(root: Path, lesson: str) -> dict[str, str]:
     """student -> why their answers to `lesson` look copied (the exercise and the other party)."""
     root = Path(root)
     name = f"{lesson}.ipynb"
@@ -152,14 +152,14 @@ def near_copies(root: Path, lesson: str, threshold: float = THRESHOLD) -> dict[s
                 (tokens(function), dotted, reference) for name, function in _functions(source).items()
                 for dotted, reference in library.get(name, [])]
             for answer_tokens, other, reference in pairs:
-                score = similarity(answer_tokens, reference, threshold)
-                if score >= threshold:
+                score = similarity(answer_tokens, reference, THRESHOLD)
+                if score >= THRESHOLD:
                     flag(student, exercise, other, score)
                     break
     for (one, a), (two, b) in itertools.combinations(sorted(written.items()), 2):
         for exercise in sorted(a.keys() & b.keys()):
-            score = similarity(a[exercise][1], b[exercise][1], threshold)
-            if score >= threshold:
+            score = similarity(a[exercise][1], b[exercise][1], THRESHOLD)
+            if score >= THRESHOLD:
                 flag(one, exercise, f"{two}'s answer", score)
                 flag(two, exercise, f"{one}'s answer", score)
     return {student: "; ".join(
