@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
+BENCH_READY := $(VENV)/.bench-ready
 # JupyterLab refuses to run as root unless told it may (containers, CI machines).
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # The student view, as on Binder: starts on lessons/, nbgrader's Validate button without its
@@ -60,7 +61,11 @@ student-repo: $(READY)  ## the students' repository, without answers: make stude
 	$(if $(DIR),,$(error say where: make student-repo DIR=../lab-students))
 	$(BIN)/python -m lab_utils.course publish $(COURSE) $(DIR)
 
-bench: $(READY)  ## the speed figures of the README, measured in one run
+$(BENCH_READY): $(READY)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $(BENCH_READY)
+
+bench: $(BENCH_READY)  ## the speed figures of the README, measured in one run (installs bm25s, their reference)
 	$(BIN)/python benchmarks/bench.py
 
 grading-strength: $(READY)  ## how many planted mistakes in the solutions lose points, and fail Validate first
