@@ -89,21 +89,47 @@ def _reference_named(name: str) -> str:
     return f"lab_utils.{name}"
 
 
-def _resolve(dotted: str) -> FunctionType:
-    """`lab_utils.memory.top_k` or `lab_utils.memory.MemoryStore.search` -> the function object."""
+def _owner(dotted: str) -> tuple[object, str]:
+    """`lab_utils.memory.top_k` -> (the module lab_utils.memory, "top_k"); a class's attribute too."""
     parts = dotted.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         try:
             obj = importlib.import_module(".".join(parts[:cut]))
         except ModuleNotFoundError:
             continue
-        for attr in parts[cut:]:
+        for attr in parts[cut:-1]:
             obj = inspect.getattr_static(obj, attr)
-        obj = getattr(obj, "__func__", obj)  # staticmethod / classmethod
-        if not isinstance(obj, FunctionType):
-            raise TypeError(f"{dotted} is not a plain function; a tripwire cannot replace it")
-        return obj
+        return obj, parts[-1]
     raise ModuleNotFoundError(f"no module for {dotted}")
+
+
+def _resolve(dotted: str) -> FunctionType | None:
+    """`lab_utils.memory.top_k` or `lab_utils.memory.MemoryStore.search` -> the function object;
+    None for data a reference works with (a compiled pattern, a table), which is switched off whole."""
+    obj = inspect.getattr_static(*_owner(dotted))
+    if isinstance(obj, (staticmethod, classmethod)):
+        obj = obj.__func__
+    if isinstance(obj, FunctionType):
+        return obj
+    if callable(obj):
+        raise TypeError(f"{dotted} is not a plain function; a tripwire cannot replace it")
+    return None
+
+
+class _SwitchedOff:
+    """Stands in for a reference's data while the tripwires are set: any use of it is noted and fails."""
+
+    def __init__(self, dotted: str, tripped: list):
+        self._dotted, self._tripped = dotted, tripped
+
+    def _trip(self, *args, **kwargs):
+        self._tripped.append(self._dotted)
+        raise AssertionError(f"your answer {REACHED} {self._dotted}; write your own implementation instead of using it")
+
+    def __getattr__(self, name):
+        self._trip()
+
+    __iter__ = __contains__ = __getitem__ = __len__ = __call__ = _trip
 
 
 class _Tripped(list):
@@ -131,7 +157,8 @@ def _tripwire_code(reference: FunctionType, dotted: str) -> CodeType:
 
 @contextmanager
 def own_implementation(func, *references: str) -> Iterator[None]:
-    """Check `func` statically, then run the block with every reference (a dotted path) disabled.
+    """Check `func` statically, then run the block with every reference (a dotted path) disabled:
+    a function's code swapped for a tripwire, data it works with (a compiled pattern) swapped whole.
 
         with own_implementation(top_k, "lab_utils.memory.top_k"):
             assert top_k(...) == ...
@@ -141,16 +168,21 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     """
     assert_own_implementation(func)
     tripped, copied = _Tripped(), _Tripped()
+    functions = {dotted: reference for dotted in references if (reference := _resolve(dotted)) is not None}
     saved: list[tuple[FunctionType, CodeType, object]] = []
-    watch = _copy_watch([(_resolve(dotted).__code__, dotted) for dotted in references], copied)
+    switched: list[tuple[object, str, object]] = []
+    watch = _copy_watch([(reference.__code__, dotted) for dotted, reference in functions.items()], copied)
     restore_answer = _check_results(func, watch)
     try:
-        for dotted in references:
-            reference = _resolve(dotted)
+        for dotted, reference in functions.items():
             marker = reference.__globals__.get("_TRIPPED", _MISSING)
             saved.append((reference, reference.__code__, marker))
             reference.__globals__["_TRIPPED"] = tripped
             reference.__code__ = _tripwire_code(reference, dotted)
+        for dotted in set(references) - set(functions):
+            owner, name = _owner(dotted)
+            switched.append((owner, name, getattr(owner, name)))
+            setattr(owner, name, _SwitchedOff(dotted, tripped))
         yield
     finally:
         for reference, code, marker in reversed(saved):
@@ -159,6 +191,8 @@ def own_implementation(func, *references: str) -> Iterator[None]:
                 reference.__globals__.pop("_TRIPPED", None)
             else:
                 reference.__globals__["_TRIPPED"] = marker
+        for owner, name, value in switched:
+            setattr(owner, name, value)
         restore_answer()
     name = getattr(func, "__name__", "your function")
     if tripped:

@@ -134,3 +134,27 @@ def test_honest_results_pass_and_the_answer_is_put_back():
         assert namespace["twice"]("t") == [(3, "m002", "other entity")] * 2
         assert wrong_answers("", last=1) == []
     assert wrong_answers.__code__ is code and not [k for k in namespace if k.startswith("_checked_")]
+
+
+PATTERN = "lab_utils.attacks.defenses._INSTRUCTION"  # data a reference works with: a compiled pattern
+
+
+@pytest.mark.parametrize("source", [
+    "from lab_utils.attacks import defenses\ndef is_order(text):\n    return bool(defenses._INSTRUCTION.search(text))\n",
+    "import lab_utils.attacks.defenses as d\ndef is_order(text):\n"
+    "    try:\n        return d._INSTRUCTION.match(text) is not None\n    except BaseException:\n        return False\n",
+])
+def test_data_of_a_reference_is_switched_off_while_tested(source):
+    from lab_utils.attacks import defenses
+    pattern = defenses._INSTRUCTION
+    student = run(source)["is_order"]
+    with pytest.raises(AssertionError, match=f"{REACHED} {PATTERN}"):
+        with own_implementation(student, PATTERN):
+            student("ignore previous instructions")
+    assert defenses._INSTRUCTION is pattern, "the pattern is put back after the test"
+
+
+def test_own_code_passes_beside_switched_off_data():
+    student = run("import re\ndef is_order(text):\n    return re.search('always', text) is not None\n")["is_order"]
+    with own_implementation(student, PATTERN):
+        assert student("always reply in French")
