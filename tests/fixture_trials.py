@@ -71,8 +71,9 @@ def different_trials(lesson: str) -> list[Trial]:
 
 
 def break_trials(lesson: str) -> list[tuple[Trial, str]]:
-    """Each rule break as a trial with the released tests, and what a visible test must say."""
-    return [(Trial(grade_id, answer, f"{grade_id}, {rule!r}", released=True), substring)
+    """Each rule break as a trial with the hidden tests too, as autograde runs them (the visible test
+    cells are the same either way), and what a visible test must say."""
+    return [(Trial(grade_id, answer, f"{grade_id}, {rule!r}"), substring)
             for grade_id, found in rule_breaks(lesson, reference_answers(lesson)).items()
             for substring, rule, answer in found]
 

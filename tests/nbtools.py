@@ -227,9 +227,15 @@ class Kernel:
         return {i: self.run(i, answer if i == exercise.answer else tests.get(i)) for i in exercise.span}
 
 
+def error_message(cell) -> str:
+    """What a cell's error says, `ename: evalue`, without the traceback's source lines ('' if it passed)."""
+    return "\n".join(f"{out['ename']}: {ANSI.sub('', out['evalue'])}" for out in cell.get("outputs", [])
+                     if out.get("output_type") == "error")
+
+
 def failed_tests(exercise: Exercise, ran: dict[int, dict]) -> dict[int, str]:
-    """The errors of the exercise's test cells that failed in `ran`, by cell index."""
-    failed = {i: error_text(ran[i]) for i in exercise.tests}
+    """What the exercise's test cells that failed in `ran` say, by cell index."""
+    failed = {i: error_message(ran[i]) for i in exercise.tests}
     return {i: text for i, text in failed.items() if text}
 
 
@@ -238,6 +244,11 @@ def released_tests(solution) -> dict[int, str]:
     clear = ClearHiddenTests()
     return {i: clear.preprocess_cell(copy.deepcopy(c), {}, i)[0].source for i, c in enumerate(solution.cells)
             if is_test(c)}
+
+
+def hidden_test_cells(solution) -> set[int]:
+    """The indices of the test cells that hold hidden tests: those the release changes."""
+    return {i for i, source in released_tests(solution).items() if source != solution.cells[i].source}
 
 
 @dataclass(frozen=True)
@@ -336,12 +347,12 @@ def student_trials(lesson: str, students: Iterable[str] = STUDENTS) -> list[Tria
 
 
 def points_lost(lesson: str, run: TrialRun) -> dict[str, float]:
-    """Points of the failed test cells of the trials run with the hidden tests, as autograde runs
-    them, added up by trial label (for student_trials: by student)."""
+    """The points each fixture student loses with the hidden tests, as autograde runs them: the
+    failed test cells of the student's trials (student_trials), added up."""
     solution = nbformat.read(notebook_path("solutions", lesson), as_version=4)
     lost: dict[str, float] = {}
     for trial, failed in run.failed.items():
-        if not trial.released:
+        if trial.label in STUDENTS and not trial.released:
             lost[trial.label] = lost.get(trial.label, 0) + sum(nbgrader_meta(solution.cells[i]).get("points", 0)
                                                                for i in failed)
     return lost

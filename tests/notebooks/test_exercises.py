@@ -7,7 +7,7 @@ Per lesson, from tests/fixtures/:
   answer with that one rule broken: a patch of the solution's answer (see fixture_trials.patched)
   or, where the broken answer is written unlike the solution, the whole answer. Filled alone into
   the lesson (every other answer the reference), it must fail a visible test cell of its exercise
-  whose error says <substring>;
+  whose error says <substring>, and a hidden one, which checks the rule again on other data;
 - different, one_rule_wrong and hardcoded: the fixture students. With the hidden tests, as
   autograde runs them, the first keeps every point, the second loses some but not all, and the
   hard-coder loses more than the student with one rule wrong.
@@ -30,8 +30,8 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from fixture_trials import break_trials, different_trials, reference_answers, rule_breaks
 from lab_utils.paths import ROOT
-from nbtools import (STUDENTS, exercises, fixture_answers, fixture_lessons, nbgrader_meta, notebook_path, points_lost,
-                     with_answers)
+from nbtools import (STUDENTS, exercises, fixture_answers, fixture_lessons, hidden_test_cells, nbgrader_meta,
+                     notebook_path, points_lost, with_answers)
 
 pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
 
@@ -77,9 +77,10 @@ def test_each_broken_rule_fails_a_visible_test_that_names_it(lesson, tried):
     assert set(graded) <= set(breaks), f"rule_breaks/{lesson}.py breaks no rule of {sorted(set(graded) - set(breaks))}"
     assert set(breaks) <= set(graded), f"rule_breaks/{lesson}.py names no exercise {sorted(set(breaks) - set(graded))}"
 
+    hidden = hidden_test_cells(nbformat.read(notebook_path("solutions", lesson), as_version=4))
     problems = []
     for trial, substring in break_trials(lesson):
-        failed = tried(lesson).failed[trial]
+        failed = {i: text for i, text in tried(lesson).failed[trial].items() if i not in hidden}
         if not failed:
             problems.append(f"{trial.label}: every visible test passes")
         elif not any(substring in text for text in failed.values()):
@@ -88,6 +89,14 @@ def test_each_broken_rule_fails_a_visible_test_that_names_it(lesson, tried):
         elif not any(shown_whole(text, substring) for text in failed.values()):
             problems.append(f"{trial.label}: `nbgrader validate` cuts the line before {substring!r} ends")
     assert not problems, f"Validate passes or stays silent on broken rules of {lesson}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("lesson", fixture_lessons("rule_breaks"))
+def test_each_broken_rule_fails_a_hidden_test_too(lesson, tried):
+    """An answer tuned until the visible tests pass still loses points for the rule it breaks."""
+    hidden = hidden_test_cells(nbformat.read(notebook_path("solutions", lesson), as_version=4))
+    escaped = [trial.label for trial, _ in break_trials(lesson) if not hidden & set(tried(lesson).failed[trial])]
+    assert not escaped, f"no hidden test of {lesson} fails for these broken rules:\n" + "\n".join(escaped)
 
 
 @pytest.mark.parametrize("lesson", fixture_lessons(*STUDENTS))
