@@ -32,7 +32,7 @@ BEFORE = "b962049"  # the suite as it stood when the goal was set: 527 tests, ru
 class Run(NamedTuple):
     seconds: float  # wall time
     cpu_seconds: float  # busy time of all the machine's cores meanwhile
-    summary: str  # pytest's last line
+    summary: str  # pytest's last line, then each failed test's name
 
     def __str__(self) -> str:
         busy = self.cpu_seconds / (self.seconds * psutil.cpu_count())
@@ -50,11 +50,12 @@ def timed_run(args: list[str], root: Path = ROOT) -> Run:
     # Another checkout's lab_utils must come before the one .venv has installed from this folder.
     env = {**os.environ, "PYTHONPATH": str(root)} if root != ROOT else None
     start, busy = time.perf_counter(), busy_seconds()
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", *args],
                          cwd=root, env=env, capture_output=True, text=True)
     seconds, cpu_seconds = time.perf_counter() - start, busy_seconds() - busy
     lines = run.stdout.strip().splitlines()
-    return Run(seconds, cpu_seconds, lines[-1] if lines else run.stderr.strip()[-300:])
+    failed = "".join(f"\n    {line}" for line in lines if line.startswith("FAILED "))  # a timing run says what failed
+    return Run(seconds, cpu_seconds, (lines[-1] if lines else run.stderr.strip()[-300:]) + failed)
 
 
 def timed_before(commit: str) -> Run:
