@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import linecache
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +35,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # dotted name (make grades flags these): taken (imported, or built from its code), called, copied.
 TAKEN, REACHED, COPIED = ("is the lab_utils reference", "reached the lab_utils reference",
                           "ran a copy of the lab_utils reference")
+# A frame whose locals set `__tracebackhide__` IPython leaves out of a traceback, and so out of what
+# Validate shows: the student reads the test's line, their own code and the message, not this module.
 
 
 def module_name(path: Path) -> str:
@@ -58,6 +61,7 @@ def assert_own_implementation(func) -> None:
     (`lab_utils.rules.redact(...)`). Using other lab_utils helpers (tokenize, paths, ...) inside
     your own code is fine.
     """
+    __tracebackhide__ = True
     name = getattr(func, "__name__", repr(func))
     code = getattr(func, "__code__", None)
     module = getattr(func, "__module__", None)
@@ -150,8 +154,12 @@ def _tripwire_code(reference: FunctionType, dotted: str) -> CodeType:
               + f"        _TRIPPED.append({dotted!r})\n"
               f"        raise AssertionError({message!r})\n"
               f"    return _tripwire\n")
+    # The last frame of a traceback that reached it: with its source in linecache, the traceback
+    # shows the line that raises, not "Could not get source".
+    filename = f"<tripwire of {dotted}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace: dict = {}
-    exec(compile(source, "<tripwire>", "exec"), namespace)
+    exec(compile(source, filename, "exec"), namespace)
     return next(c for c in namespace["_outer"].__code__.co_consts if isinstance(c, CodeType))
 
 
@@ -166,6 +174,7 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     A call that reaches a reference fails the block, even when the student's code swallowed the
     AssertionError the tripwire raised.
     """
+    __tracebackhide__ = True
     assert_own_implementation(func)
     tripped, copied = _Tripped(), _Tripped()
     functions = {dotted: reference for dotted in references if (reference := _resolve(dotted)) is not None}
@@ -269,6 +278,7 @@ def _check_results(func: FunctionType, watch):
     calls = 0
 
     def profiled(*args, **kwargs):
+        __tracebackhide__ = True
         # Watching slows every call it watches several times over (a harness calls an answer hundreds
         # of times): calls 1, 2, 4, 8, ... are watched, and a copy used throughout is caught at the first.
         nonlocal calls
@@ -283,6 +293,7 @@ def _check_results(func: FunctionType, watch):
             sys.setprofile(before)
 
     def checked(*args, **kwargs):
+        __tracebackhide__ = True
         result = profiled(*args, **kwargs)
         items = [result] + (list(result) if isinstance(result, (list, tuple, set, frozenset)) else []) \
             + (list(result.keys()) + list(result.values()) if isinstance(result, dict) else [])
@@ -310,6 +321,7 @@ def _calling_code(func: FunctionType, slot: str) -> CodeType:
     free = func.__code__.co_freevars
     source = (f"def _outer({', '.join(free)}):\n"
               f"    def _checking(*args, **kwargs):\n"
+              "        __tracebackhide__ = True\n"
               + "".join(f"        {v}\n" for v in free)
               + f"        return {slot}(*args, **kwargs)\n"
               "    return _checking\n")

@@ -2,6 +2,7 @@
 
 import functools
 import inspect
+import re
 import sys
 
 import pytest
@@ -107,6 +108,25 @@ def test_the_reference_typed_into_a_cell_is_left_to_the_near_copy_check():
                 student([])
     finally:
         InteractiveShell.clear_instance()
+
+
+@pytest.mark.parametrize("body, said", [
+    ("    raise ValueError('my own mistake')", "ValueError: my own mistake"),
+    ("    import importlib\n    return getattr(importlib.import_module('lab_utils.memory'), 'format_' + 'recall')(ms)",
+     f"AssertionError: your answer {REACHED} lab_utils.memory.format_recall"),
+], ids=["own error", "reference reached"])
+def test_a_failing_answer_shows_the_test_its_own_code_and_the_cause_not_the_checker(body, said, capsys):
+    """What Validate shows of a failed test: IPython's traceback, from which the checker's frames are left out."""
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell(f"from lab_utils.grading import own_implementation\ndef format_recall(ms):\n{body}\n\n"
+                       "with own_implementation(format_recall, 'lab_utils.memory.format_recall'):\n"
+                       "    format_recall([])\n")
+    finally:
+        InteractiveShell.clear_instance()
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert said in shown and re.search(r"-> \d+ +format_recall\(\[\]\)", shown) and body.splitlines()[-1].strip() in shown
+    assert "grading.py" not in shown and "Could not get source" not in shown, shown
 
 
 EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        return True\n"
