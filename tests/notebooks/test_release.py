@@ -13,7 +13,11 @@ import pytest
 
 from lab_utils import course
 from lab_utils.paths import ROOT
-from nbtools import LESSONS, notebook_path
+from nbtools import LESSONS, exercises, notebook_path
+
+# A reference a test cell switches off while the answer is tested: own_implementation(answer, "lab_utils.x.y", ...).
+REFERENCE = re.compile(r"""["'](lab_utils(?:\.\w+)+)["']""")
+EXERCISE_HEADER = re.compile(r"^### .*\((\d+) points?", re.M)
 
 
 @pytest.fixture(scope="module")
@@ -48,3 +52,21 @@ def test_each_exercise_header_states_its_points(lesson):
             counted[header] += meta.get("points", 0)
     assert stated, f"{lesson} states no exercise's points"
     assert stated == counted, f"{lesson}: the headers' points, then the graded cells' ({counted})"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_each_exercise_names_the_lab_utils_functions_its_tests_switch_off(lesson):
+    """An answer that calls a switched-off reference loses points, so the exercise's text (from its
+    header to its answer cell) names each one, in code: `hit_any` or `metrics.hit_any`."""
+    nb = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    unnamed = {}
+    for exercise in exercises(nb):
+        header = max(i for i in range(exercise.answer)
+                     if nb.cells[i].cell_type == "markdown" and EXERCISE_HEADER.search(nb.cells[i].source))
+        text = "\n".join(c.source for c in nb.cells[header:exercise.answer] if c.cell_type == "markdown")
+        switched_off = {name for i in exercise.tests for name in REFERENCE.findall(nb.cells[i].source)}
+        missing = [name for name in sorted(switched_off)
+                   if not re.search(rf"`[^`\n]*\b{re.escape(name.rsplit('.', 1)[1])}\b[^`\n]*`", text)]
+        if missing:
+            unnamed[exercise.grade_id] = missing
+    assert not unnamed, f"{lesson}: the tests switch these off, and the exercise's text does not say so: {unnamed}"
