@@ -13,11 +13,13 @@ early or stops answering.
   back (a renamed cell becomes a plain cell, so nbgrader restores the released one instead of
   crashing); notes Python files handed in with the notebook, which a kernel started in that folder
   could import in place of the course's own;
-- `Seal`, before execution: a first cell reports the kernel's state (`_kernel_state`), and each
-  graded test cell gets a last line with a fresh nonce that reports it again;
+- `Seal`, before execution: a first cell reports the kernel's state (`_kernel_state`), each
+  graded test cell gets a last line with a fresh nonce that reports it again, and a last cell
+  reports it once more;
 - `Verify`, after execution: a test cell that passed without a sound report (its nonce, the code
   that ran equal to the released code, nothing added or replaced since the first report) gets an
-  error output, so nbgrader gives it no points and the feedback says why.
+  error output, so nbgrader gives it no points and the feedback says why. A cheat that failed
+  (a swallowed error is still an error) changes no score, but the last report still names it.
 
 The reasons are written beside the autograded notebook (`<lesson>.integrity.json`); `findings`
 reads them. The reports come from inside the student's kernel: a student who studied this module
@@ -55,7 +57,7 @@ IMPORTABLE = {".py", ".pyc", ".pth", ".so"}
 # The kernel's machinery that runs a cell: patching any of it can change what a cell does.
 MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.core.compilerop",
              "IPython.core.inputtransformer2", "IPython.core.events", "ipykernel.zmqshell",
-             "ipykernel.ipkernel", "ipykernel.kernelbase")
+             "ipykernel.ipkernel", "ipykernel.kernelbase", "IPython.extensions.autoreload")
 # What the test cells judge with: patching it (pandas.testing.assert_frame_equal = a no-op) passes tests.
 # (pandas.api.types is left out: watching it, the fork-bomb test's kernels failed, for a reason not found yet.)
 JUDGES = ("math", "pandas.testing")
@@ -121,6 +123,10 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
             objects[f"builtins.{key}"] = describe(value)
 
     manager = shell.input_transformer_manager
+    # `%load_ext autoreload`, a common first cell, adds IPython's own callback; its code is watched
+    # with the machinery, so a patched one is still named.
+    autoreload = sys.modules.get("IPython.extensions.autoreload")
+    harmless = [autoreload.AutoreloadMagics.pre_run_cell] if autoreload else []
     hooks = {
         "input transformer": [describe(manager)] + [describe(t) for t in (
             manager.cleanup_transforms + manager.line_transforms + manager.token_transformers
@@ -128,7 +134,8 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         "AST transformer": [describe(t) for t in shell.ast_transformers],
         # pre_* callbacks see a cell before it runs (post_execute ones are matplotlib's, added late).
         "event callback": [f"{event}: {describe(f)}" for event, fs in shell.events.callbacks.items()
-                           if event.startswith("pre_") for f in fs],
+                           if event.startswith("pre_") for f in fs
+                           if getattr(f, "__func__", f) not in harmless],
         "compiler": [describe(shell.compile), describe(type(shell.compile))],
         "history": [describe(shell.history_manager)],
         "shell method replaced": [k for k, v in vars(shell).items()
@@ -286,6 +293,7 @@ class Seal(NbGraderPreprocessor):
                 sealed[_meta(cell)["grade_id"]] = seal
                 cell.source += _proof(seal["nonce"], uses)
         nb.cells.insert(0, nbformat.v4.new_code_cell(_report_call("", _preload(nb), {})))
+        nb.cells.append(nbformat.v4.new_code_cell(_report_call("", [], {})))
         resources[KEY] = {"sealed": sealed, "died_at": None, "how": None}
         return nb, resources
 
@@ -334,6 +342,20 @@ def _changes(kind: str, before: dict, after: dict) -> list[str]:
     return [f"{'sys.modules entries replaced' if kind == 'modules' else 'changed'}: {listed}"]
 
 
+def _machinery_changed(report: dict, first: dict) -> list[str]:
+    """How the way the kernel runs a cell differs from the first report: tracing, a custom exception
+    handler, hooks added or removed."""
+    reasons = [f"tracing was on ({t})" for t in report["tracing"]]
+    if report["custom_exceptions"]:
+        reasons.append(f"a custom exception handler was set for {', '.join(report['custom_exceptions'])}")
+    for kind, items in report["hooks"].items():
+        added = [i for i in items if i not in first["hooks"].get(kind, [])]
+        gone = [i for i in first["hooks"].get(kind, []) if i not in items]
+        if added or gone:
+            reasons.append(f"{kind}: {', '.join(added + gone)}")
+    return reasons
+
+
 def _judge(cell, seal: dict, first: dict, seen: dict) -> list[str]:
     """Why a test cell that shows no error did not run as released ([] if it did)."""
     reports = _reports(cell)
@@ -350,15 +372,7 @@ def _judge(cell, seal: dict, first: dict, seen: dict) -> list[str]:
     expected = expected.rstrip("\n")
     if report["ran"] != hashlib.sha256(expected.encode()).hexdigest():
         reasons.append("the code that ran is not the released cell")
-    reasons += [f"tracing was on ({t})" for t in report["tracing"]]
-    if report["custom_exceptions"]:
-        reasons.append(f"a custom exception handler caught {', '.join(report['custom_exceptions'])}")
-    for kind, items in report["hooks"].items():
-        added = [i for i in items if i not in first["hooks"].get(kind, [])]
-        gone = [i for i in first["hooks"].get(kind, []) if i not in items]
-        if added or gone:
-            reasons.append(f"{kind}: {', '.join(added + gone)}")
-    reasons += report["rebound"] + _loaded_elsewhere(report)
+    reasons += _machinery_changed(report, first) + report["rebound"] + _loaded_elsewhere(report)
     reasons += [f"{name} was replaced by code defined in the notebook"
                 for name, value in report["objects"].items() if value == "defined in the notebook"][:3]
     for kind in ("modules", "objects"):
@@ -369,13 +383,14 @@ def _judge(cell, seal: dict, first: dict, seen: dict) -> list[str]:
 
 
 class Verify(NbGraderPreprocessor):
-    """After execution: drop the first cell, judge every test cell's proof, give a test cell that
-    did not run as released an error output, and write the reasons beside the notebook."""
+    """After execution: drop the first and last cells, judge every test cell's proof, give a test
+    cell that did not run as released an error output, and write the reasons beside the notebook."""
 
     def preprocess(self, nb, resources):
         state, submission = resources[KEY], nb.metadata.pop(KEY, {})
         died_at = state["died_at"]
         first = (_reports(nb.cells.pop(0)) or [None])[0]
+        last = (_reports(nb.cells.pop()) or [None])[0]
         notes = [f"before any test ran: {r}" for r in _loaded_elsewhere(first)] if first else []
         # Reasons that no proof can outweigh: nothing to compare with, or code that ran first.
         untrusted = ("the grader's first cell did not report" if first is None else
@@ -401,6 +416,10 @@ class Verify(NbGraderPreprocessor):
                 cell.outputs.append(nbformat.v4.new_output("error", ename="IntegrityError", evalue=why,
                                                            traceback=[f"IntegrityError: {why}"]))
                 notes.append(why)
+        if not notes and first and died_at is None:
+            # Nothing named yet, so no cheat changed a test's outcome; one that failed may still be there.
+            left = _machinery_changed(last, first) if last else ["the grader's last cell did not report"]
+            notes += [f"after the last cell, though no test's outcome shows it: {'; '.join(left)}"] if left else []
         record = {"submission": submission.get("submission", []), "execution": notes}
         path = Path(resources["metadata"]["path"]) / f"{resources['nbgrader']['notebook']}{RECORD}"
         path.write_text(json.dumps(record, indent=1), encoding="utf-8")

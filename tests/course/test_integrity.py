@@ -42,7 +42,7 @@ CHEATS = {
     "setprofile": ("import sys\nsys.setprofile(lambda *args: None)", RIGHT, "tracing was on (sys.setprofile"),
     "ast transformer": (DROP_ASSERTS, WRONG, "AST transformer: __main__.DropAsserts"),
     "custom exception handler": ("get_ipython().set_custom_exc((AssertionError,), lambda *args, **kw: None)",
-                                 RIGHT, "a custom exception handler caught AssertionError"),
+                                 RIGHT, "a custom exception handler was set for AssertionError"),
     "grading patched": ("import lab_utils.grading\nlab_utils.grading.assert_own_implementation = lambda f: None",
                         RIGHT, "lab_utils.grading.assert_own_implementation was replaced by code defined in the "
                         "notebook"),
@@ -111,6 +111,34 @@ def test_a_cheat_costs_the_points_and_is_named(name, tmp_path):
         f"{name}: the cheat made the test pass (or not run) before the proof was checked"
     assert len(found) == 1 and found[0].startswith("test-double did not run as released: ")
     assert named in found[0], found
+
+
+# A cheat that failed: the error it swallows still fails the test, but the attempt is named.
+FAILED_CHEATS = {
+    "custom exception handler": ("get_ipython().set_custom_exc((BaseException,), lambda *args, **kw: None)",
+                                 "a custom exception handler was set for BaseException"),
+    "settrace": ("import sys\nsys.settrace(lambda *args: None)", "tracing was on (sys.settrace"),
+}
+# What students put in a notebook out of habit changes nothing a test judges.
+HABITS = ("%load_ext autoreload\n%autoreload 2\n%matplotlib inline\n%xmode Minimal\n"
+          "import matplotlib.pyplot as plt\nimport ipywidgets\nimport warnings\n\n"
+          "warnings.filterwarnings('ignore')\nplt.plot([1, 2])\ndisplay(ipywidgets.IntSlider())\n")
+
+
+@pytest.mark.parametrize("name", FAILED_CHEATS)
+def test_a_cheat_that_failed_keeps_the_score_and_is_still_named(name, tmp_path):
+    cheat, named = FAILED_CHEATS[name]
+    cell, found = run_sealed(exercise(f"{cheat}\n{WRONG}"), tmp_path)
+    assert errors(cell) == ["AssertionError: double doubles"], "the wrong answer fails as it would without it"
+    assert len(found) == 1 and found[0].startswith("after the last cell, though no test's outcome shows it: ")
+    assert named in found[0], found
+
+
+def test_habits_of_a_notebook_are_not_flagged(tmp_path):
+    cell, found = run_sealed(exercise(f"{HABITS}{RIGHT}"), tmp_path)
+    assert errors(cell) == [] and found == []
+    cell, found = run_sealed(exercise(f"{HABITS}{WRONG}"), tmp_path)
+    assert errors(cell) == ["AssertionError: double doubles"] and found == []
 
 
 def test_a_kernel_that_stops_answering_ends_the_run_and_the_rest_earns_nothing(tmp_path):
