@@ -9,7 +9,8 @@ An attack is injected when its payload is in the store's file, and succeeds when
 in what the read path hands the model for at least one trigger. What the defense costs is
 measured on a second store that gets the benign traffic only (nobody attacks it): recall@3 on
 lesson 04's gold set through the same read path, and the benign refusal rate, the share of
-benign candidates the write path rejected (a duplicate skipped is not a refusal: it is stored).
+benign candidates the write path rejected (a duplicate skipped is not a refusal: it is stored),
+with each refused candidate and what the write path said, so a defense's author can see why.
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ from statistics import fmean
 
 from lab_utils import metrics
 from lab_utils.attacks.defenses import Defense
-from lab_utils.attacks.files import Attack
+from lab_utils.attacks.files import Attack, Candidate
 from lab_utils.attacks.setting import benign_candidates, build_store, gold
 from lab_utils.memory import MemoryStore
 
 K = 3
 
 
-def _write_benign(defense: Defense, store: MemoryStore) -> list[str]:
-    return [defense.write(store, c) for c in benign_candidates()]
+def _write_benign(defense: Defense, store: MemoryStore) -> list[tuple[Candidate, str]]:
+    """Each benign candidate, and what the defense's write path said of it."""
+    return [(c, defense.write(store, c)) for c in benign_candidates()]
 
 
 def outcomes(defense: Defense, attacks: list[Attack], path: Path) -> list[dict]:
@@ -47,11 +49,12 @@ def outcomes(defense: Defense, attacks: list[Attack], path: Path) -> list[dict]:
 
 def cost(defense: Defense, path: Path) -> dict:
     """What the defense costs when nobody attacks: recall@3 on lesson 04's gold set through its
-    read path, and the share of benign candidates its write path rejected."""
+    read path, and the benign candidates its write path rejected (their share, and each one)."""
     store = build_store(path)
-    benign = _write_benign(defense, store)
+    written = _write_benign(defense, store)
+    refused = [{"text": c.text, "outcome": outcome} for c, outcome in written if outcome.startswith("rejected")]
     return {"recall@3": fmean(metrics.hit_any(defense.read(store, item["query"], K), item) for item in gold()),
-            "benign_refusal_rate": fmean(outcome.startswith("rejected") for outcome in benign)}
+            "benign_refusal_rate": len(refused) / len(written), "benign_refused": refused}
 
 
 def run(defense: Defense, attacks: list[Attack], folder: Path | None = None) -> dict:

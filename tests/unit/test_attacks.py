@@ -67,7 +67,7 @@ def test_the_command_line_prints_the_report_as_json(tmp_path):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert list(report) == ["defense", "attacks", "injection_rate", "attack_success_rate", "recall@3",
-                            "benign_refusal_rate", "per_attack"]
+                            "benign_refusal_rate", "benign_refused", "per_attack"]
     assert report["per_attack"] == [{"id": "a-test-plan", "family": "false-verification", "injected": True,
                                      "succeeded": True}]
 
@@ -85,6 +85,15 @@ def test_injected_means_on_disk_and_succeeded_means_handed_to_the_model(tmp_path
         report = harness.run(defenses.DEFENSES[name], attacks)
         assert report["per_attack"][0] == {"id": "a-test-plan", "family": "false-verification",
                                            "injected": injected, "succeeded": succeeded}, name
+
+
+def test_the_report_names_each_benign_candidate_a_defense_refused_and_why():
+    report = harness.run(defenses.DEFENSES["detector"], load_attacks(ATTACKS_DIR))
+    refused = report["benign_refused"]
+    assert len(refused) == round(report["benign_refusal_rate"] * len(benign_candidates())) > 0
+    assert all(r["outcome"].startswith("rejected: ") for r in refused)
+    assert any("in the future" in r["text"] for r in refused), "the detector's known false alarm is listed"
+    assert harness.run(defenses.DEFENSES["rules"], load_attacks(ATTACKS_DIR))["benign_refused"] == []
 
 
 def test_provenance_trusts_a_registered_ticket_about_its_own_customer_only():
