@@ -46,6 +46,9 @@ CHEATS = {
     "grading patched": ("import lab_utils.grading\nlab_utils.grading.assert_own_implementation = lambda f: None",
                         RIGHT, "lab_utils.grading.assert_own_implementation was replaced by code defined in the "
                         "notebook"),
+    "class member patched": ("from lab_utils.memory import MemoryStore\n"
+                             "MemoryStore.__repr__ = lambda self: 'a store'", RIGHT,
+                             "lab_utils.memory.MemoryStore.__repr__ was replaced by code defined in the notebook"),
     "judge patched": ("import pandas.testing\npandas.testing.assert_frame_equal = lambda *args, **kw: None", RIGHT,
                       "pandas.testing.assert_frame_equal was replaced by code defined in the notebook"),
     "check rebound": ("assert_own_implementation = lambda f: None\nimport operator, functools\n"
