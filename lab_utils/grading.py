@@ -12,10 +12,11 @@ tell a student's function from a way of reaching the reference. Two checks, used
   code caught the error.
 
 While the tripwires are set, the student's function also may not return (or return inside a list,
-tuple, set or dict) a subclass of its own of a built-in type that changes how it behaves: a list
-equal to everything would pass every `==` of the tests; nor run a copy of a reference's code built
-at run time (`exec(inspect.getsource(reference))`), which no cell of the notebook shows (its calls
-1, 2, 4, 8, ... are watched for one).
+tuple, set, dict or a pandas object) a subclass of its own of a built-in type that changes how it
+behaves, nor an object of a class of its own that decides how it compares (a list or an object
+equal to everything would pass every `==` of the tests), nor raise an error whose message is such
+a string; nor run a copy of a reference's code built at run time (`exec(inspect.getsource(reference))`),
+which no cell of the notebook shows (its calls 1, 2, 4, 8, ... are watched for one).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import functools
 import importlib
 import inspect
 import linecache
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +37,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # dotted name (make grades flags these): taken (imported, or built from its code), called, copied.
 TAKEN, REACHED, COPIED = ("is the lab_utils reference", "reached the lab_utils reference",
                           "ran a copy of the lab_utils reference")
+# What a test says when an answer's result (or error message) is of a class the notebook made to
+# decide how tests compare it; make grades flags this too.
+DECIDES = "which decides how a test compares it"
 # A frame whose locals set `__tracebackhide__` IPython leaves out of a traceback, and so out of what
 # Validate shows: the student reads the test's line, their own code and the message, not this module.
 
@@ -236,6 +241,63 @@ def redefined(value) -> tuple[type, set[str]] | None:
     return (base, changed) if changed else None
 
 
+# What a test's comparison calls on a result besides ==: a class of the notebook's own may not decide it.
+COMPARING = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__", "__len__", "__iter__",
+             "__bool__", "__float__", "__int__", "__index__", "__getattr__", "__getattribute__"}
+INSTALLED = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, PACKAGE_DIR.parent})
+PARTS = 10_000  # items of a container looked at, at each of its levels
+HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time, not one built into Python
+
+
+def _made_by_notebook(cls: type) -> bool:
+    """A class the notebook made: in __main__, or where no installed module file has it by its name
+    (a class made inside a function has no such name: its module decides)."""
+    if not cls.__flags__ & HEAP_TYPE:  # None's type, int, ...: built into Python
+        return False
+    if cls.__module__ == "__main__" or (module := sys.modules.get(cls.__module__)) is None:
+        return True
+    found = module
+    for part in cls.__qualname__.split("."):
+        found = getattr(found, part, None)
+    file = getattr(module, "__file__", None)
+    return (found is not cls and "<locals>" not in cls.__qualname__) or \
+        (file is not None and not os.path.realpath(file).startswith(INSTALLED))
+
+
+def pretends(value) -> str | None:
+    """How a value of a class the notebook made decides a test's comparison ("a list subclass, Anything,
+    which decides how a test compares it through __eq__ (...)"), or None for an honest value."""
+    if (found := redefined(value)) is not None:
+        base, changed = found
+        return (f"a {base.__name__} subclass, {type(value).__name__}, {DECIDES} through "
+                f"{', '.join(sorted(changed))} (redefined in the notebook): return a plain {base.__name__}")
+    own = {name for c in type(value).__mro__ if c is not object and _made_by_notebook(c) for name in vars(c)}
+    if changed := own & COMPARING:
+        return (f"an object of {type(value).__name__}, a class of the notebook's own, {DECIDES} through "
+                f"{', '.join(sorted(changed))}: return the type the exercise names")
+    return None
+
+
+def _parts(value, depth: int = 0) -> Iterator:
+    """The value, and what it holds: items of lists, tuples, sets and dicts, objects in pandas data."""
+    yield value
+    if depth == 3:
+        return
+    pandas = sys.modules.get("pandas")
+    if isinstance(value, dict):
+        children = [*value.keys(), *value.values()]
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        children = list(value)
+    elif pandas is not None and isinstance(value, (pandas.DataFrame, pandas.Series, pandas.Index)):
+        frame = value.to_frame() if isinstance(value, (pandas.Series, pandas.Index)) else value
+        children = [*frame.index[:PARTS], *frame.columns[:PARTS],
+                    *(v for column in frame.columns if frame[column].dtype == object for v in frame[column][:PARTS])]
+    else:
+        return
+    for child in children[:PARTS * 3]:
+        yield from _parts(child, depth + 1)
+
+
 def _notebook_cells() -> set[str]:
     """The file names IPython compiled this kernel's cells as (none outside IPython)."""
     shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
@@ -294,15 +356,17 @@ def _check_results(func: FunctionType, watch):
 
     def checked(*args, **kwargs):
         __tracebackhide__ = True
-        result = profiled(*args, **kwargs)
-        items = [result] + (list(result) if isinstance(result, (list, tuple, set, frozenset)) else []) \
-            + (list(result.keys()) + list(result.values()) if isinstance(result, dict) else [])
-        for item in items:
-            if (found := redefined(item)) is not None:
-                base, changed = found
-                raise AssertionError(f"{func.__name__} returned a {base.__name__} subclass, {type(item).__name__}, "
-                                     f"whose {', '.join(sorted(changed))} the notebook redefines: return a "
-                                     f"plain {base.__name__}")
+        try:
+            result = profiled(*args, **kwargs)
+        except Exception as error:
+            # A test reads an error's message: it must be a plain string, not one equal to every message.
+            for part in (str(error), *error.args):
+                if (why := pretends(part)) is not None:
+                    raise AssertionError(f"{func.__name__} raised {type(error).__name__} with {why}") from None
+            raise
+        for part in _parts(result):
+            if (why := pretends(part)) is not None:
+                raise AssertionError(f"{func.__name__} returned {why}")
         return result
 
     code = func.__code__

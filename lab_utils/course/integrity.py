@@ -3,9 +3,9 @@
 nbgrader puts back the released source of a locked test cell before grading, but the student's
 cells run first, in the same kernel, and can change what that source does: an input transformer
 that turns every later cell into `pass`, an AST transformer that drops asserts, a trace function,
-a custom exception handler, a patched lab_utils.grading or a patched judge of the tests
-(pandas.testing.assert_frame_equal, math.isclose), a fake module in sys.modules, a kernel that exits
-early or stops answering.
+a custom exception handler, an event callback that clears a failed test's error, a patched
+lab_utils.grading or a patched judge of the tests (pandas.testing.assert_frame_equal, math.isclose),
+a fake module in sys.modules, a kernel that exits early or stops answering.
 `install` adds three steps to nbgrader's autograde:
 
 - `CompareWithRelease`, before nbgrader's own checks: notes test cells edited, deleted or renamed
@@ -20,6 +20,8 @@ early or stops answering.
   that ran equal to the released code, nothing added or replaced since the first report) gets an
   error output, so nbgrader gives it no points and the feedback says why. A cheat that failed
   (a swallowed error is still an error) changes no score, but the last report still names it.
+  Only an error fails a test cell: nbgrader would also take a value it displays for partial credit,
+  and a warning for a failure; both are kept as what they show.
 
 The reasons are written beside the autograded notebook (`<lesson>.integrity.json`); `findings`
 reads them. The reports come from inside the student's kernel: a student who studied this module
@@ -47,24 +49,30 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets.config import Config
 
-from lab_utils.grading import COPIED, PACKAGE_DIR, REACHED, TAKEN
+from lab_utils.grading import COPIED, DECIDES, PACKAGE_DIR, REACHED, TAKEN
 
 MIME = "application/vnd.agent-memory-lab.integrity+json"
 KEY = "lab_integrity"  # notebook metadata (between nbgrader's two passes) and resources
 RECORD = ".integrity.json"  # beside the autograded notebook: <lesson>.integrity.json
 # Files in a submission's folder that Python could import.
 IMPORTABLE = {".py", ".pyc", ".pth", ".so"}
+# Event callbacks that common habits add (`%load_ext autoreload`, matplotlib's inline figures): as
+# their modules have them, from their modules' files, they are not a cheat.
+HARMLESS_CALLBACKS = (("IPython.extensions.autoreload", "AutoreloadMagics.pre_run_cell"),
+                      ("IPython.extensions.autoreload", "AutoreloadMagics.post_execute_hook"),
+                      ("matplotlib.pyplot", "_draw_all_if_interactive"),
+                      ("matplotlib_inline.backend_inline", "flush_figures"))
 # The kernel's machinery that runs a cell: patching any of it can change what a cell does.
 MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.core.compilerop",
              "IPython.core.inputtransformer2", "IPython.core.events", "ipykernel.zmqshell",
-             "ipykernel.ipkernel", "ipykernel.kernelbase", "IPython.extensions.autoreload")
+             "ipykernel.ipkernel", "ipykernel.kernelbase")
 # What the test cells judge with: patching it (pandas.testing.assert_frame_equal = a no-op) passes tests.
 # (pandas.api.types is left out: watching it, the fork-bomb test's kernels failed, for a reason not found yet.)
 JUDGES = ("math", "pandas.testing")
 
 
 def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[str, ...],
-                  imported: dict[str, list]) -> None:
+                  imported: dict[str, list], harmless_callbacks: tuple[tuple[str, str], ...]) -> None:
     """Publish what grading depends on. Runs inside the kernel, shipped as source: self-contained."""
     import builtins
     import hashlib
@@ -122,25 +130,30 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         if callable(value):
             objects[f"builtins.{key}"] = describe(value)
 
-    manager = shell.input_transformer_manager
-    # `%load_ext autoreload`, a common first cell, adds IPython's own callback; its code is watched
-    # with the machinery, so a patched one is still named.
-    autoreload = sys.modules.get("IPython.extensions.autoreload")
-    harmless = [autoreload.AutoreloadMagics.pre_run_cell] if autoreload else []
+    manager, kernel = shell.input_transformer_manager, getattr(shell, "kernel", None) or types.SimpleNamespace()
+    harmless = []
+    for module, dotted in harmless_callbacks:
+        found = home = sys.modules.get(module)
+        for part in dotted.split("."):
+            found = getattr(found, part, None)
+        if getattr(getattr(found, "__code__", None), "co_filename", None) == getattr(home, "__file__", 0):
+            harmless.append(found)
     hooks = {
         "input transformer": [describe(manager)] + [describe(t) for t in (
             manager.cleanup_transforms + manager.line_transforms + manager.token_transformers
             + shell.input_transformers_post)],
         "AST transformer": [describe(t) for t in shell.ast_transformers],
-        # pre_* callbacks see a cell before it runs (post_execute ones are matplotlib's, added late).
-        "event callback": [f"{event}: {describe(f)}" for event, fs in shell.events.callbacks.items()
-                           if event.startswith("pre_") for f in fs
+        # A callback can change a cell before it runs, or its outcome after (clear an error away).
+        "event callback": [f"{event}: {describe(f)}" for event, fs in shell.events.callbacks.items() for f in fs
                            if getattr(f, "__func__", f) not in harmless],
+        "event manager": [describe(shell.events), describe(type(shell.events))],
         "compiler": [describe(shell.compile), describe(type(shell.compile))],
         "history": [describe(shell.history_manager)],
         "shell method replaced": [k for k, v in vars(shell).items()
                                   if callable(v) and callable(getattr(type(shell), k, None))],
         "kernel handler": [f"{k}: {describe(v)}" for k, v in getattr(shell.kernel, "shell_handlers", {}).items()],
+        "kernel method replaced": [k for k, v in vars(kernel).items()
+                                   if callable(v) and callable(getattr(type(kernel), k, None))],
     }
     tracing = [f"{what} {describe(f)}" for what, f in (
         ("sys.settrace", sys.gettrace()), ("sys.setprofile", sys.getprofile()),
@@ -167,7 +180,8 @@ KERNEL_STATE_SOURCE = inspect.getsource(_kernel_state)  # read once: every seale
 
 def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple]) -> str:
     """One line of code that runs `_kernel_state` in a namespace of its own."""
-    call = f"_kernel_state({MIME!r}, {nonce!r}, {preload!r}, {MACHINERY + JUDGES!r}, {imported!r})"
+    call = (f"_kernel_state({MIME!r}, {nonce!r}, {preload!r}, {MACHINERY + JUDGES!r}, {imported!r}, "
+            f"{HARMLESS_CALLBACKS!r})")
     return f"exec({KERNEL_STATE_SOURCE + call!r}, {{}})"
 
 
@@ -365,7 +379,10 @@ def _judge(cell, seal: dict, first: dict, seen: dict) -> list[str]:
         return ["it never reached its last line (its code was replaced or cut short)"]
     report = reports[-1]
     reasons = []
-    if len(reports) > 1 or MIME not in cell.outputs[-1].get("data", {}) or report["nonce"] != seal["nonce"]:
+    # After the report, only what a callback after the cell shows (matplotlib's figures) may follow it.
+    after = cell.outputs[[MIME in o.get("data", {}) for o in cell.outputs].index(True) + 1:]
+    if len(reports) > 1 or report["nonce"] != seal["nonce"] \
+            or any(o["output_type"] not in ("display_data", "stream") for o in after):
         reasons.append("its proof was forged")
     # IPython's history keeps the transformed cell without its trailing newlines.
     expected = TransformerManager().transform_cell(seal["source"] + _proof(seal["nonce"], seal["imported"]))
@@ -380,6 +397,17 @@ def _judge(cell, seal: dict, first: dict, seen: dict) -> list[str]:
         seen[kind] = {**report[kind], **seen[kind], **first[kind]}
         reasons += _changes(kind, seen[kind], report[kind])
     return reasons
+
+
+def _shown_not_scored(output):
+    """A test cell's output as nbgrader should score it: only an error fails a test. nbgrader would
+    take a value the cell displayed (`get_ipython().displayhook(1.0)` in an answer) for partial credit,
+    and a warning on stderr for a failure: both are kept, as what they show."""
+    if output["output_type"] == "execute_result":
+        return nbformat.v4.new_output("display_data", data=output["data"], metadata=output.get("metadata", {}))
+    if output["output_type"] == "stream" and output["name"] == "stderr":
+        return nbformat.v4.new_output("stream", name="stdout", text=output["text"])
+    return output
 
 
 class Verify(NbGraderPreprocessor):
@@ -410,7 +438,7 @@ class Verify(NbGraderPreprocessor):
             else:
                 reasons = [untrusted] if untrusted else _judge(cell, seal, first, seen)
             cell.source = seal["source"]
-            cell.outputs = [o for o in cell.outputs if MIME not in o.get("data", {})]
+            cell.outputs = [_shown_not_scored(o) for o in cell.outputs if MIME not in o.get("data", {})]
             if reasons:
                 why = f"{grade_id} did not run as released: {'; '.join(reasons)}"
                 cell.outputs.append(nbformat.v4.new_output("error", ename="IntegrityError", evalue=why,
@@ -457,19 +485,35 @@ def findings(autograded_notebook: Path) -> list[str]:
 USED = re.compile(rf"({re.escape(TAKEN)}|{re.escape(REACHED)}|{re.escape(COPIED)}) ([\w.]+)")
 
 
+def _errors(graded: Path) -> list[tuple[str, str]]:
+    """(grade_id, message) of each error a graded notebook's cells show."""
+    return [(cell.metadata.get("nbgrader", {}).get("grade_id", "a cell"), output.get("evalue", ""))
+            for cell in nbformat.read(graded, as_version=4).cells for output in cell.get("outputs", [])
+            if output.get("output_type") == "error"]
+
+
 def reference_used(graded: Path) -> list[str]:
     """The references a test caught the answer being (imported, or built from its code), calling, or
     running a copy of: that costs the test's points, and a person should know why (a first test cell
     per reference named)."""
     found = {}
-    for cell in nbformat.read(graded, as_version=4).cells:
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "error" and (used := USED.search(output.get("evalue", ""))):
-                grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "a cell")
-                found.setdefault(used.groups(), f"{grade_id}: the answer {used[1]} {used[2]}")
+    for grade_id, message in _errors(graded):
+        if used := USED.search(message):
+            found.setdefault(used.groups(), f"{grade_id}: the answer {used[1]} {used[2]}")
+    return list(found.values())
+
+
+def comparison_decided(graded: Path) -> list[str]:
+    """The answers a test caught returning (or raising with) a value of a class the notebook made to
+    decide how tests compare it, an object equal to everything: a first test cell per answer."""
+    found = {}
+    for grade_id, message in _errors(graded):
+        if DECIDES in message:
+            found.setdefault(message.split(" ")[0], f"{grade_id}: {message.partition(': return')[0]}")
     return list(found.values())
 
 
 def flags(autograded_notebook: Path) -> list[str]:
-    """What a person should know about a graded submission: tampering, and use of the reference."""
-    return findings(autograded_notebook) + reference_used(autograded_notebook)
+    """What a person should know about a graded submission: tampering, use of the reference, and
+    results made to pass any comparison."""
+    return findings(autograded_notebook) + reference_used(autograded_notebook) + comparison_decided(autograded_notebook)

@@ -14,10 +14,11 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 from nbgrader.api import Gradebook
 from nbgrader.apps import NbGraderAPI
+from nbgrader.utils import determine_grade
 from traitlets.config import Config
 
 from lab_utils.course import config, integrity
-from lab_utils.grading import assert_own_implementation
+from lab_utils.grading import assert_own_implementation, own_implementation
 from lab_utils.paths import ROOT
 
 pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
@@ -31,6 +32,16 @@ class DropAsserts(ast.NodeTransformer):
         return ast.Pass()
 get_ipython().ast_transformers.append(DropAsserts())
 '''
+# A callback after each cell that clears a failed test's error and runs its proof line again.
+TIDY = """def _tidy(result):
+    src = result.info.raw_cell
+    if result.error_in_exec is not None and "proof that it ran as released" in src:
+        from IPython.display import clear_output
+        clear_output()
+        result.error_in_exec = None
+        with get_ipython().builtin_trap:
+            exec(src.rstrip().splitlines()[-1], {})
+get_ipython().events.register("post_run_cell", _tidy)"""
 # (cheat, answer it goes with, what the finding must name). A wrong answer shows the cheat works:
 # the test would have failed, yet it shows no error until the proof is checked.
 CHEATS = {
@@ -57,6 +68,7 @@ CHEATS = {
     "sys.modules replaced": ("import sys, types\n"
                              "sys.modules['lab_utils.grading'] = types.ModuleType('lab_utils.grading')",
                              RIGHT, "sys.modules entries replaced: lab_utils.grading"),
+    "callback after the cell": (TIDY, WRONG, "event callback: post_run_cell: __main__._tidy"),
     "kernel exits": ("import os\nos._exit(0)", RIGHT, "the kernel exited before test-double finished"),
     "builtin patched": ("import builtins\nbuiltins.all = lambda items: True", RIGHT, "changed: builtins.all"),
 }
@@ -137,6 +149,25 @@ def test_a_cheat_that_failed_keeps_the_score_and_is_still_named(name, tmp_path):
     assert named in found[0], found
 
 
+# What nbgrader scores in a test cell is its error alone: (answer, points the test earns).
+SCORED = {
+    # nbgrader takes a number a test cell displays, before its error, for partial credit.
+    "a value displayed": (WRONG.replace("return x", "get_ipython().displayhook(1.0)\n    return x"), 0),
+    # and a cell that wrote to stderr for a failure.
+    "a warning": (RIGHT.replace("return 2 * x", "import warnings\n    warnings.warn('big x')\n    return 2 * x"), 1),
+    # matplotlib shows a figure after the cell's last line, after its proof.
+    "a figure": ("import matplotlib.pyplot as plt\n" + RIGHT.replace("return 2 * x", "plt.plot([x])\n    return 2 * x"),
+                 1),
+}
+
+
+@pytest.mark.parametrize("name", SCORED)
+def test_nbgrader_scores_a_test_by_its_error_alone(name, tmp_path):
+    answer, points = SCORED[name]
+    cell, found = run_sealed(exercise(answer), tmp_path)
+    assert determine_grade(cell) == (points, 1) and found == []
+
+
 def test_habits_of_a_notebook_are_not_flagged(tmp_path):
     cell, found = run_sealed(exercise(f"{HABITS}{RIGHT}"), tmp_path)
     assert errors(cell) == [] and found == []
@@ -178,6 +209,24 @@ def test_every_use_of_the_reference_a_test_caught_is_flagged(tmp_path):
         "test-top-k: the answer is the lab_utils reference lab_utils.memory.top_k",
         "test-format-recall: the answer is the lab_utils reference lab_utils.memory.format_recall",
         "test-memory-from-json: the answer reached the lab_utils reference lab_utils.memory.memory_from_json"]
+
+
+def test_a_result_made_to_pass_any_comparison_is_flagged_once_per_answer(tmp_path):
+    said = []
+    for source in ("class Anything:\n    def __eq__(self, other):\n        return True\n"
+                   "def top_k(scored, k, min_score):\n    return Anything()\n",) * 2:
+        namespace = {"__name__": "__main__"}
+        exec(source, namespace)
+        with pytest.raises(AssertionError) as caught, own_implementation(namespace["top_k"]):
+            namespace["top_k"]([], 1, 0.0)
+        said.append(str(caught.value))
+    cells = [new_code_cell("", metadata={"nbgrader": {"grade_id": grade_id}}, outputs=[
+        nbformat.v4.new_output("error", ename="AssertionError", evalue=message, traceback=[])])
+        for grade_id, message in zip(("test-top-k", "test-top-k-hidden-ties"), said)]
+    nbformat.write(new_notebook(cells=cells), tmp_path / "graded.ipynb")
+    assert integrity.comparison_decided(tmp_path / "graded.ipynb") == [
+        "test-top-k: top_k returned an object of Anything, a class of the notebook's own, which decides how a test "
+        "compares it through __eq__"]
 
 
 # --- through nbgrader's autograde, on lesson 01 ---

@@ -9,7 +9,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from lab_utils import memory
-from lab_utils.grading import REACHED, TAKEN, assert_own_implementation, own_implementation
+from lab_utils.grading import DECIDES, REACHED, TAKEN, assert_own_implementation, own_implementation
 from lab_utils.memory import format_recall
 
 
@@ -133,15 +133,34 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
 
 
 @pytest.mark.parametrize("source, said", [
-    (EQUAL_TO_ALL + "def find_pii(text):\n    return Anything()\n", "a list subclass, Anything, whose __eq__ the notebook redefines"),
+    (EQUAL_TO_ALL + "def find_pii(text):\n    return Anything()\n",
+     f"a list subclass, Anything, {DECIDES} through __eq__"),
     ("class Yes(str):\n    def startswith(self, *a):\n        return True\n"
-     "def find_pii(text):\n    return Yes('no')\n", "a str subclass, Yes, whose startswith the notebook"),
+     "def find_pii(text):\n    return Yes('no')\n", f"a str subclass, Yes, {DECIDES} through startswith"),
     (EQUAL_TO_ALL + "def find_pii(text):\n    return [Anything()]\n", "returned a list subclass, Anything"),
+    ("class Anything:\n    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n"
+     "def find_pii(text):\n    return Anything()\n",
+     f"returned an object of Anything, a class of the notebook's own, {DECIDES} through __eq__"),
+    ("class Big:\n    def __float__(self):\n        return 1.0\ndef find_pii(text):\n    return {'score': Big()}\n",
+     f"returned an object of Big, a class of the notebook's own, {DECIDES} through __float__"),
+    ("import pandas as pd\nclass Anything:\n    def __eq__(self, other):\n        return True\n"
+     "def find_pii(text):\n    return pd.DataFrame({'found': [Anything()]})\n", "returned an object of Anything"),
+    ("class Says(str):\n    def __contains__(self, item):\n        return True\n"
+     "class Bad(ValueError):\n    def __str__(self):\n        return Says(self.args[0])\n"
+     "def find_pii(text):\n    raise Bad('x: bad')\n",
+     f"raised Bad with a str subclass, Says, {DECIDES} through __contains__"),
 ])
 def test_a_result_that_only_pretends_fails_the_block(source, said):
     find_pii = run(source)["find_pii"]
-    with pytest.raises(AssertionError, match=said), own_implementation(find_pii):
+    with pytest.raises(AssertionError, match=re.escape(said)), own_implementation(find_pii):
         assert find_pii("x") == ["a@b.io"]
+
+
+def test_an_honest_error_of_the_notebooks_own_passes_and_is_raised_as_it_is():
+    find_pii = run("class BadLine(ValueError):\n    def __str__(self):\n        return f'{self.args[0]}: not JSON'\n"
+                   "def find_pii(text):\n    raise BadLine(text)\n")["find_pii"]
+    with pytest.raises(ValueError, match="^x: not JSON$"), own_implementation(find_pii):
+        find_pii("x")
 
 
 def test_honest_results_pass_and_the_answer_is_put_back():
@@ -149,6 +168,12 @@ def test_honest_results_pass_and_the_answer_is_put_back():
                     "def wrong_answers(trace, *, last=9):\n    return [Wrong(3, 'm002', 'other entity')] if trace else []\n"
                     "def twice(trace):\n    return wrong_answers(trace) * 2\n")
     wrong_answers, code = namespace["wrong_answers"], namespace["wrong_answers"].__code__
+    from lab_utils.memory import Memory
+    import pandas as pd
+    honest = run("def records(n):\n    return [m] * n, pd.DataFrame({'id': ['m-1'], 'memory': [m]})\n")["records"]
+    honest.__globals__.update(m=Memory(id="m-1", kind="fact", text="t", source="s", ts=1.0), pd=pd)
+    with own_implementation(honest):
+        assert honest(2)[0][1].id == "m-1", "the course's own classes, pandas' objects: honest results"
     with own_implementation(wrong_answers), own_implementation(namespace["twice"]):
         assert wrong_answers("t") == [(3, "m002", "other entity")], "a namedtuple compares as the tuple it is"
         assert namespace["twice"]("t") == [(3, "m002", "other entity")] * 2
