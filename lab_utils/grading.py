@@ -27,6 +27,7 @@ import inspect
 import linecache
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,9 +35,11 @@ from types import CodeType, FunctionType
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # What a test says when it caught an answer using the reference, each followed by the reference's
-# dotted name (make grades flags these): taken (imported, or built from its code), called, copied.
-TAKEN, REACHED, COPIED = ("is the lab_utils reference", "reached the lab_utils reference",
-                          "ran a copy of the lab_utils reference")
+# dotted name (make grades flags these): taken (imported, or built from its code), called, copied,
+# or the watch for copies switched off (sys.setprofile) while it was tested.
+TAKEN, REACHED, COPIED, SWITCHED = ("is the lab_utils reference", "reached the lab_utils reference",
+                                    "ran a copy of the lab_utils reference",
+                                    "switched off the watch for copies of the lab_utils reference")
 # What a test says when an answer's result (or error message) is of a class the notebook made to
 # decide how tests compare it; make grades flags this too.
 DECIDES = "which decides how a test compares it"
@@ -181,11 +184,12 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     """
     __tracebackhide__ = True
     assert_own_implementation(func)
-    tripped, copied = _Tripped(), _Tripped()
+    tripped, copied, switched_off = _Tripped(), _Tripped(), _Tripped()
     functions = {dotted: reference for dotted in references if (reference := _resolve(dotted)) is not None}
     saved: list[tuple[FunctionType, CodeType, object]] = []
     switched: list[tuple[object, str, object]] = []
-    watch = _copy_watch([(reference.__code__, dotted) for dotted, reference in functions.items()], copied)
+    watch = _copy_watch([(reference.__code__, dotted) for dotted, reference in functions.items()], copied,
+                        switched_off)
     restore_answer = _check_results(func, watch)
     try:
         for dotted, reference in functions.items():
@@ -215,6 +219,9 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     if copied:
         raise AssertionError(f"{name} {COPIED} {copied[0]}, built at run time "
                              "from its code or source rather than written in a cell; write your own implementation")
+    if switched_off:
+        raise AssertionError(f"{name} {SWITCHED} {switched_off[0]} while it was tested (sys.setprofile); "
+                             "write your own implementation")
 
 
 _MISSING = object()
@@ -234,9 +241,10 @@ def redefined(value) -> tuple[type, set[str]] | None:
     base = next((b for b in BUILT_IN if isinstance(value, b)), None)
     if base is None or cls is base:
         return None
-    # (Defining __eq__ sets __hash__ to None: that follows from the change, it is not another.)
+    # (Defining __eq__ sets __hash__ to None: that follows from the change, it is not another; an
+    # enum of strings sets __str__ to str's own.)
     own = {name for c in cls.__mro__ if c.__module__ == "__main__" for name, value in vars(c).items()
-           if not (name == "__hash__" and value is None)}
+           if not (name == "__hash__" and value is None) and value is not vars(base).get(name)}
     changed = (own & set(dir(base))) - HARMLESS
     return (base, changed) if changed else None
 
@@ -275,7 +283,18 @@ def pretends(value) -> str | None:
     if changed := own & COMPARING:
         return (f"an object of {type(value).__name__}, a class of the notebook's own, {DECIDES} through "
                 f"{', '.join(sorted(changed))}: return the type the exercise names")
+    if _equal_to_anything(value):  # one a library made so (unittest.mock.ANY)
+        return f"an object of {type(value).__name__} equal to anything, {DECIDES}: return the type the exercise names"
     return None
+
+
+def _equal_to_anything(value) -> bool:
+    """Does `value` say it equals an object nothing should equal?"""
+    stranger = object()
+    try:
+        return (value == stranger) is True or (value != stranger) is False
+    except Exception:  # a comparison that fails is no claim of equality
+        return False
 
 
 def _parts(value, depth: int = 0) -> Iterator:
@@ -310,10 +329,11 @@ def _shape(code: CodeType) -> tuple:
     return code.co_code, code.co_names, code.co_varnames, consts
 
 
-def _copy_watch(references: list[tuple[CodeType, str]], copied: list):
+def _copy_watch(references: list[tuple[CodeType, str]], copied: list, switched_off: list):
     """A profile function that notes (in `copied`) each run of a reference's code that is not in a
     cell of the notebook: while the tripwires are set, that is a copy of it (its code object taken,
-    or its source compiled again), never the reference itself; None when there is nothing to watch."""
+    or its source compiled again), never the reference itself; and (in `switched_off`) a call that
+    would replace it, from code other than this module's. None when there is nothing to watch."""
     if not references:
         return None
     shapes = {_shape(code): dotted for code, dotted in references}
@@ -322,6 +342,8 @@ def _copy_watch(references: list[tuple[CodeType, str]], copied: list):
 
     def watch(frame, event, arg):
         code = frame.f_code
+        if event == "c_call" and arg in (sys.setprofile, threading.setprofile) and code.co_filename != __file__:
+            switched_off.append(references[0][1])
         if event == "call" and code.co_code in first_ops and code.co_filename not in cells:
             if (dotted := shapes.get(_shape(code))) is not None:
                 copied.append(dotted)

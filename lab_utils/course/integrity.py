@@ -49,7 +49,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets.config import Config
 
-from lab_utils.grading import COPIED, DECIDES, PACKAGE_DIR, REACHED, TAKEN
+from lab_utils.grading import COPIED, DECIDES, PACKAGE_DIR, REACHED, SWITCHED, TAKEN
 
 MIME = "application/vnd.agent-memory-lab.integrity+json"
 KEY = "lab_integrity"  # notebook metadata (between nbgrader's two passes) and resources
@@ -65,7 +65,8 @@ HARMLESS_CALLBACKS = (("IPython.extensions.autoreload", "AutoreloadMagics.pre_ru
 # The kernel's machinery that runs a cell: patching any of it can change what a cell does.
 MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.core.compilerop",
              "IPython.core.inputtransformer2", "IPython.core.events", "ipykernel.zmqshell",
-             "ipykernel.ipkernel", "ipykernel.kernelbase")
+             "ipykernel.ipkernel", "ipykernel.kernelbase", "ipykernel.iostream", "ipykernel.displayhook",
+             "jupyter_client.session")
 # What the test cells judge with: patching it (pandas.testing.assert_frame_equal = a no-op) passes tests.
 # (pandas.api.types is left out: watching it, the fork-bomb test's kernels failed, for a reason not found yet.)
 JUDGES = ("math", "pandas.testing")
@@ -78,6 +79,7 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
     import hashlib
     import importlib
     import inspect
+    import os
     import sys
     import threading
     import types
@@ -131,6 +133,7 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
             objects[f"builtins.{key}"] = describe(value)
 
     manager, kernel = shell.input_transformer_manager, getattr(shell, "kernel", None) or types.SimpleNamespace()
+    session = getattr(kernel, "session", None) or types.SimpleNamespace()
     harmless = []
     for module, dotted in harmless_callbacks:
         found = home = sys.modules.get(module)
@@ -154,6 +157,10 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         "kernel handler": [f"{k}: {describe(v)}" for k, v in getattr(shell.kernel, "shell_handlers", {}).items()],
         "kernel method replaced": [k for k, v in vars(kernel).items()
                                    if callable(v) and callable(getattr(type(kernel), k, None))],
+        # What carries a cell's outputs and outcome to nbgrader: an error dropped on its way is never seen.
+        "message session": [describe(session), describe(type(session))],
+        "session method replaced": [k for k, v in vars(session).items()
+                                    if callable(v) and callable(getattr(type(session), k, None))],
     }
     tracing = [f"{what} {describe(f)}" for what, f in (
         ("sys.settrace", sys.gettrace()), ("sys.setprofile", sys.getprofile()),
@@ -162,6 +169,18 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
     while frame is not None:
         if frame.f_trace is not None:
             tracing.append(f"a trace function on {frame.f_code.co_name} ({describe(frame.f_trace)})")
+        frame = frame.f_back
+    # The report must run from its cell's own code, on Python's and the kernel's code alone: run from
+    # anywhere else (an error's way out of the kernel), it would vouch for a test that failed.
+    installed = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix})
+    frame, ran_from = sys._getframe(2), []  # 2: past this function and the exec that runs it
+    if not (frame.f_code.co_filename in cells and frame.f_code.co_name == "<module>"):
+        ran_from.append(f"{frame.f_code.co_name} ({frame.f_code.co_filename}), not its cell")
+    frame = frame.f_back
+    while frame is not None:
+        file = frame.f_code.co_filename
+        if file in cells or not (os.path.realpath(file).startswith(installed) or file.startswith("<frozen ")):
+            ran_from.append(f"{frame.f_code.co_name} ({'a notebook cell' if file in cells else file})")
         frame = frame.f_back
     rebound = []  # names the test uses that the released cells imported, bound to something else now
     for name, (module, attr) in imported.items():
@@ -172,7 +191,7 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
     publish_display_data({mime: {
         "nonce": nonce, "ran": hashlib.sha256(ran.encode()).hexdigest(), "tracing": tracing,
         "custom_exceptions": [getattr(e, "__name__", repr(e)) for e in shell.custom_exceptions], "rebound": rebound,
-        "hooks": hooks, "modules": modules, "objects": objects}})
+        "hooks": hooks, "modules": modules, "objects": objects, "ran_from": ran_from}})
 
 
 KERNEL_STATE_SOURCE = inspect.getsource(_kernel_state)  # read once: every sealed test cell carries it
@@ -191,14 +210,11 @@ def _proof(nonce: str, imported: dict[str, tuple]) -> str:
 
 
 def _imports(nb) -> dict[str, tuple[str, str | None]]:
-    """name -> (module, attribute) for every import in the notebook's cells other than answers."""
+    """name -> (module, attribute) for every import in the notebook's cells other than answers, but
+    for the names answers define (an answer's own function, once its namesake was imported)."""
     found = {}
     for cell in nb.cells:
-        if cell.cell_type != "code" or utils.is_solution(cell):
-            continue
-        try:
-            tree = ast.parse(TransformerManager().transform_cell(cell.source))
-        except SyntaxError:
+        if cell.cell_type != "code" or utils.is_solution(cell) or (tree := _tree(cell.source)) is None:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -206,15 +222,22 @@ def _imports(nb) -> dict[str, tuple[str, str | None]]:
                               for a in node.names})
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 found.update({a.asname or a.name: (node.module, a.name) for a in node.names if a.name != "*"})
-    return found
+    answers = [tree for c in nb.cells if c.cell_type == "code" and utils.is_solution(c) and (tree := _tree(c.source))]
+    defined = {node.name for tree in answers for node in tree.body
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    return {name: where for name, where in found.items() if name not in defined}
+
+
+def _tree(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(TransformerManager().transform_cell(source))
+    except SyntaxError:
+        return None
 
 
 def _names(source: str) -> set[str]:
-    try:
-        tree = ast.parse(TransformerManager().transform_cell(source))
-    except SyntaxError:
-        return set()
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    tree = _tree(source)
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} if tree else set()
 
 
 def _meta(cell) -> dict:
@@ -389,6 +412,7 @@ def _judge(cell, seal: dict, first: dict, seen: dict) -> list[str]:
     expected = expected.rstrip("\n")
     if report["ran"] != hashlib.sha256(expected.encode()).hexdigest():
         reasons.append("the code that ran is not the released cell")
+    reasons += [f"its proof ran from {where}" for where in report["ran_from"]][:3]
     reasons += _machinery_changed(report, first) + report["rebound"] + _loaded_elsewhere(report)
     reasons += [f"{name} was replaced by code defined in the notebook"
                 for name, value in report["objects"].items() if value == "defined in the notebook"][:3]
@@ -482,7 +506,8 @@ def findings(autograded_notebook: Path) -> list[str]:
     return data["submission"] + data["execution"]
 
 
-USED = re.compile(rf"({re.escape(TAKEN)}|{re.escape(REACHED)}|{re.escape(COPIED)}) ([\w.]+)")
+DECIDED = re.compile(rf"(\w+) (?:returned|raised \w+ with) .+?, {re.escape(DECIDES)}(?: through [\w, ]+)?")
+USED = re.compile(rf"({'|'.join(map(re.escape, (TAKEN, REACHED, COPIED, SWITCHED)))}) ([\w.]+)")
 
 
 def _errors(graded: Path) -> list[tuple[str, str]]:
@@ -508,8 +533,8 @@ def comparison_decided(graded: Path) -> list[str]:
     decide how tests compare it, an object equal to everything: a first test cell per answer."""
     found = {}
     for grade_id, message in _errors(graded):
-        if DECIDES in message:
-            found.setdefault(message.split(" ")[0], f"{grade_id}: {message.partition(': return')[0]}")
+        if decided := DECIDED.search(message):
+            found.setdefault(decided[1], f"{grade_id}: {decided[0].strip()}")
     return list(found.values())
 
 

@@ -147,9 +147,11 @@ def near_copies(root: Path, lesson: str) -> dict[str, str]:
 
     for student, answers in written.items():
         for exercise, (source, mine) in answers.items():
-            # The whole cell against the solution cell; each function against its lab_utils namesake.
+            # The whole cell against the solution cell; each function against its lab_utils namesake,
+            # unless it is short (a one-line helper written honestly can be the library's, token for token).
             pairs = [(mine, "the reference solution", solution[exercise])] + [
-                (tokens(function), dotted, reference) for name, function in _functions(source).items()
+                (function_tokens, dotted, reference) for name, function in _functions(source).items()
+                if len(function_tokens := tokens(function) or []) >= MIN_WRITTEN_TOKENS
                 for dotted, reference in library.get(name, [])]
             for answer_tokens, other, reference in pairs:
                 score = similarity(answer_tokens, reference, THRESHOLD)

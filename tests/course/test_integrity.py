@@ -42,6 +42,17 @@ TIDY = """def _tidy(result):
         with get_ipython().builtin_trap:
             exec(src.rstrip().splitlines()[-1], {})
 get_ipython().events.register("post_run_cell", _tidy)"""
+# The kernel's messages patched: a test's error dropped on its way out, its proof line run instead.
+QUIET = """ip = get_ipython()
+send = ip.kernel.session.send
+def quiet(stream, kind, content=None, *args, **kwargs):
+    if kind == "error":
+        return exec(ip.history_manager.input_hist_parsed[-1].rstrip().splitlines()[-1], {})
+    if kind == "execute_reply" and content.get("status") == "error":
+        content = {"status": "ok", "execution_count": content["execution_count"], "user_expressions": {}}
+        kwargs.get("metadata", {}).update(status="ok")
+    return send(stream, kind, content, *args, **kwargs)
+ip.kernel.session.send = quiet"""
 # (cheat, answer it goes with, what the finding must name). A wrong answer shows the cheat works:
 # the test would have failed, yet it shows no error until the proof is checked.
 CHEATS = {
@@ -69,6 +80,7 @@ CHEATS = {
                              "sys.modules['lab_utils.grading'] = types.ModuleType('lab_utils.grading')",
                              RIGHT, "sys.modules entries replaced: lab_utils.grading"),
     "callback after the cell": (TIDY, WRONG, "event callback: post_run_cell: __main__._tidy"),
+    "kernel messages patched": (QUIET, WRONG, "its proof ran from quiet (a notebook cell)"),
     "kernel exits": ("import os\nos._exit(0)", RIGHT, "the kernel exited before test-double finished"),
     "builtin patched": ("import builtins\nbuiltins.all = lambda items: True", RIGHT, "changed: builtins.all"),
 }
@@ -166,6 +178,14 @@ def test_nbgrader_scores_a_test_by_its_error_alone(name, tmp_path):
     answer, points = SCORED[name]
     cell, found = run_sealed(exercise(answer), tmp_path)
     assert determine_grade(cell) == (points, 1) and found == []
+
+
+def test_an_answer_named_like_a_function_imported_before_is_not_a_rebinding(tmp_path):
+    nb = exercise("def top_k(scored, k, min_score):\n    return [i for i, s in scored if s >= min_score][:k]\n")
+    nb.cells.insert(1, new_code_cell("from lab_utils.memory import top_k  # to see what it does"))
+    nb.cells[-1].source = "assert_own_implementation(top_k)\nassert top_k([('a', 1.0)], 1, 0.5) == ['a']"
+    cell, found = run_sealed(nb, tmp_path)
+    assert errors(cell) == [] and found == []
 
 
 def test_habits_of_a_notebook_are_not_flagged(tmp_path):

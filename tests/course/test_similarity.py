@@ -149,6 +149,12 @@ def test_the_lab_utils_reference_counts_as_a_source(course):
     assert "near-copy of lab_utils.memory.memory_from_json" in similarity.near_copies(course, LESSON)["bob"]
 
 
+def test_a_short_helper_named_like_a_lab_utils_function_is_not_a_copy(course):
+    helper = '\n\ndef _digits(text: str) -> str:\n    return "".join(c for c in text if c.isdigit())\n'
+    submit(course, "bob", LESSON, with_answers(notebook_path("lessons", LESSON), {EXERCISE: BOB + helper}))
+    assert "bob" not in similarity.near_copies(course, LESSON), "one line, written honestly, can be the library's"
+
+
 def test_short_answers_are_not_compared_as_honest_ones_converge(tmp_path):
     released = notebook_path("lessons", SHORT_LESSON)
     hand_in(tmp_path, SHORT_LESSON, {"kim": with_answers(released, {SHORT_EXERCISE: KIM}),

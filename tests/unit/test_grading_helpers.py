@@ -9,7 +9,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from lab_utils import memory
-from lab_utils.grading import DECIDES, REACHED, TAKEN, assert_own_implementation, own_implementation
+from lab_utils.grading import DECIDES, REACHED, SWITCHED, TAKEN, assert_own_implementation, own_implementation
 from lab_utils.memory import format_recall
 
 
@@ -149,11 +149,24 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
      "class Bad(ValueError):\n    def __str__(self):\n        return Says(self.args[0])\n"
      "def find_pii(text):\n    raise Bad('x: bad')\n",
      f"raised Bad with a str subclass, Says, {DECIDES} through __contains__"),
+    ("from unittest.mock import ANY\ndef find_pii(text):\n    return ANY\n",
+     f"returned an object of _ANY equal to anything, {DECIDES}"),
+    ("import inspect, sys\nfrom lab_utils import rules\n_g = dict(vars(rules))\n"
+     "exec(inspect.getsource(rules.find_pii).replace('def find_pii(', 'def _copy('), _g)\n"
+     "def find_pii(text):\n    sys.setprofile(None)\n    return _g['_copy'](text)\n",
+     f"find_pii {SWITCHED} lab_utils.rules.find_pii"),
 ])
 def test_a_result_that_only_pretends_fails_the_block(source, said):
     find_pii = run(source)["find_pii"]
-    with pytest.raises(AssertionError, match=re.escape(said)), own_implementation(find_pii):
-        assert find_pii("x") == ["a@b.io"]
+    with pytest.raises(AssertionError, match=re.escape(said)), own_implementation(find_pii, "lab_utils.rules.find_pii"):
+        assert find_pii("mail a@b.io") == ["a@b.io"]
+
+
+def test_an_enum_of_strings_is_an_honest_result():
+    kind = run("from enum import StrEnum\nclass Kind(StrEnum):\n    STORE = 'store'\n"
+               "def kind_of(text):\n    return Kind.STORE\n")["kind_of"]
+    with own_implementation(kind):
+        assert kind("x") == "store"
 
 
 def test_an_honest_error_of_the_notebooks_own_passes_and_is_raised_as_it_is():
