@@ -17,7 +17,9 @@ a fake module in sys.modules, a kernel that exits early or stops answering.
   graded test cell gets a last line with a fresh nonce that reports it again, and a last cell
   reports it once more;
 - `Verify`, after execution: a test cell that passed without a sound report (its nonce, the code
-  that ran equal to the released code, nothing added or replaced since the first report) gets an
+  that ran equal to the released code, run by IPython as the cell's last statement, on the main
+  thread, outside the handling of an error, with only installed files' code below it; nothing added
+  or replaced since the first report, nor in what carries an error to nbgrader) gets an
   error output, so nbgrader gives it no points and the feedback says why. A cheat that failed
   (a swallowed error is still an error) changes no score, but the last report still names it.
   Only an error fails a test cell: nbgrader would also take a value it displays for partial credit,
@@ -132,8 +134,7 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         if callable(value):
             objects[f"builtins.{key}"] = describe(value)
 
-    manager, kernel = shell.input_transformer_manager, getattr(shell, "kernel", None) or types.SimpleNamespace()
-    session = getattr(kernel, "session", None) or types.SimpleNamespace()
+    manager, kernel = shell.input_transformer_manager, getattr(shell, "kernel", None)
     harmless = []
     for module, dotted in harmless_callbacks:
         found = home = sys.modules.get(module)
@@ -154,14 +155,18 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         "history": [describe(shell.history_manager)],
         "shell method replaced": [k for k, v in vars(shell).items()
                                   if callable(v) and callable(getattr(type(shell), k, None))],
-        "kernel handler": [f"{k}: {describe(v)}" for k, v in getattr(shell.kernel, "shell_handlers", {}).items()],
-        "kernel method replaced": [k for k, v in vars(kernel).items()
-                                   if callable(v) and callable(getattr(type(kernel), k, None))],
-        # What carries a cell's outputs and outcome to nbgrader: an error dropped on its way is never seen.
-        "message session": [describe(session), describe(type(session))],
-        "session method replaced": [k for k, v in vars(session).items()
-                                    if callable(v) and callable(getattr(type(session), k, None))],
+        "kernel handler": [f"{k}: {describe(v)}" for k, v in getattr(kernel, "shell_handlers", {}).items()],
     }
+    # What shows a cell's error and carries it to nbgrader: an error dropped on its way is never seen.
+    carriers = {"kernel": kernel, "traceback formatter": shell.InteractiveTB, "displayhook": shell.displayhook,
+                "display publisher": shell.display_pub, "message session": getattr(kernel, "session", None),
+                "displayhook's session": getattr(shell.displayhook, "session", None),
+                "display publisher's session": getattr(shell.display_pub, "session", None),
+                "iopub socket": getattr(kernel, "iopub_socket", None)}
+    for what, carrier in carriers.items():
+        hooks[what] = [describe(carrier), describe(type(carrier))] + [
+            f"{k} replaced" for k, v in getattr(carrier, "__dict__", {}).items()
+            if callable(v) and callable(getattr(type(carrier), k, None))]
     tracing = [f"{what} {describe(f)}" for what, f in (
         ("sys.settrace", sys.gettrace()), ("sys.setprofile", sys.getprofile()),
         ("threading.settrace", threading.gettrace()), ("threading.setprofile", threading.getprofile())) if f]
@@ -174,14 +179,22 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
     # anywhere else (an error's way out of the kernel), it would vouch for a test that failed.
     installed = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix})
     frame, ran_from = sys._getframe(2), []  # 2: past this function and the exec that runs it
-    if not (frame.f_code.co_filename in cells and frame.f_code.co_name == "<module>"):
-        ran_from.append(f"{frame.f_code.co_name} ({frame.f_code.co_filename}), not its cell")
-    frame = frame.f_back
-    while frame is not None:
+    runner = frame.f_back  # IPython's run_code, running this very code as the cell's last statement
+    run_code = getattr(getattr(sys.modules.get("IPython.core.interactiveshell"), "InteractiveShell", None),
+                       "run_code", None)
+    if not (frame.f_code.co_filename in cells and frame.f_code.co_name == "<module>" and runner is not None
+            and runner.f_code is getattr(run_code, "__code__", None)
+            and runner.f_locals.get("code_obj") is frame.f_code):
+        ran_from.append(f"{frame.f_code.co_name} ({frame.f_code.co_filename}), not its cell as IPython runs it")
+    if sys.exc_info()[0] is not None:
+        ran_from.append(f"the handling of an error ({sys.exc_info()[0].__name__})")
+    if threading.current_thread() is not threading.main_thread():
+        ran_from.append(f"a thread of its own ({threading.current_thread().name})")
+    while (frame := frame.f_back) is not None:
         file = frame.f_code.co_filename
-        if file in cells or not (os.path.realpath(file).startswith(installed) or file.startswith("<frozen ")):
+        if file in cells or not (file.startswith("<frozen ")
+                                 or os.path.realpath(file).startswith(installed) and os.path.isfile(file)):
             ran_from.append(f"{frame.f_code.co_name} ({'a notebook cell' if file in cells else file})")
-        frame = frame.f_back
     rebound = []  # names the test uses that the released cells imported, bound to something else now
     for name, (module, attr) in imported.items():
         target = sys.modules.get(module)

@@ -53,6 +53,25 @@ def quiet(stream, kind, content=None, *args, **kwargs):
         kwargs.get("metadata", {}).update(status="ok")
     return send(stream, kind, content, *args, **kwargs)
 ip.kernel.session.send = quiet"""
+# The traceback's formatter replaced, by code compiled as if installed: it clears the cell's error, runs the
+# proof line as if from the cell, and shows nothing.
+HIDDEN_FORMATTER = '''import os, sys
+source = """
+def install(shell):
+    def structured_traceback(*args, **kwargs):
+        frame = sys._getframe()
+        while frame is not None:
+            if frame.f_code.co_name == "run_code" and frame.f_locals.get("result") is not None:
+                frame.f_locals["result"].error_in_exec = None
+            frame = frame.f_back
+        line = shell.history_manager.input_hist_parsed[-1].rstrip().splitlines()[-1]
+        exec(compile(line, list(shell.compile._filename_map)[-1], "exec"), {})
+        raise KeyboardInterrupt
+    shell.InteractiveTB.structured_traceback = structured_traceback
+"""
+namespace = {"sys": sys}
+exec(compile(source, os.path.join(sys.prefix, "lib", "site.py"), "exec"), namespace)
+namespace["install"](get_ipython())'''
 # (cheat, answer it goes with, what the finding must name). A wrong answer shows the cheat works:
 # the test would have failed, yet it shows no error until the proof is checked.
 CHEATS = {
@@ -81,6 +100,7 @@ CHEATS = {
                              RIGHT, "sys.modules entries replaced: lab_utils.grading"),
     "callback after the cell": (TIDY, WRONG, "event callback: post_run_cell: __main__._tidy"),
     "kernel messages patched": (QUIET, WRONG, "its proof ran from quiet (a notebook cell)"),
+    "traceback formatter replaced": (HIDDEN_FORMATTER, WRONG, "its proof ran from the handling of an error"),
     "kernel exits": ("import os\nos._exit(0)", RIGHT, "the kernel exited before test-double finished"),
     "builtin patched": ("import builtins\nbuiltins.all = lambda items: True", RIGHT, "changed: builtins.all"),
 }
