@@ -16,7 +16,8 @@ tuple, set, dict or a pandas object) a subclass of its own of a built-in type th
 behaves, nor an object of a class of its own that decides how it compares (a list or an object
 equal to everything would pass every `==` of the tests), nor raise an error whose message is such
 a string; nor run a copy of a reference's code built at run time (`exec(inspect.getsource(reference))`),
-which no cell of the notebook shows (its calls 1, 2, 4, 8, ... are watched for one).
+which no cell of the notebook shows, on any thread, nor read the frames of the test that called it
+(its calls 1, 2, 4, 8, ... are watched for both).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import _thread
 import linecache
 import os
 import sys
@@ -36,10 +38,12 @@ from types import CodeType, FunctionType
 PACKAGE_DIR = Path(__file__).resolve().parent
 # What a test says when it caught an answer using the reference, each followed by the reference's
 # dotted name (make grades flags these): taken (imported, or built from its code), called, copied,
-# or the watch for copies switched off (sys.setprofile) while it was tested.
+# or the watch for copies switched off (sys.setprofile) while it was tested; and what an answer that
+# read the test's own frames (to return what the test expects) used.
 TAKEN, REACHED, COPIED, SWITCHED = ("is the lab_utils reference", "reached the lab_utils reference",
                                     "ran a copy of the lab_utils reference",
                                     "switched off the watch for copies of the lab_utils reference")
+PEEKED = "read the frames of the code that called it through"
 # What a test says when an answer's result (or error message) is of a class the notebook made to
 # decide how tests compare it; make grades flags this too.
 DECIDES = "which decides how a test compares it"
@@ -184,12 +188,12 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     """
     __tracebackhide__ = True
     assert_own_implementation(func)
-    tripped, copied, switched_off = _Tripped(), _Tripped(), _Tripped()
+    tripped, copied, switched_off, peeked = _Tripped(), _Tripped(), _Tripped(), _Tripped()
     functions = {dotted: reference for dotted in references if (reference := _resolve(dotted)) is not None}
     saved: list[tuple[FunctionType, CodeType, object]] = []
     switched: list[tuple[object, str, object]] = []
-    watch = _copy_watch([(reference.__code__, dotted) for dotted, reference in functions.items()], copied,
-                        switched_off)
+    watch = _watch([(reference.__code__, dotted) for dotted, reference in functions.items()], copied,
+                   switched_off, peeked)
     restore_answer = _check_results(func, watch)
     try:
         for dotted, reference in functions.items():
@@ -222,6 +226,9 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     if switched_off:
         raise AssertionError(f"{name} {SWITCHED} {switched_off[0]} while it was tested (sys.setprofile); "
                              "write your own implementation")
+    if peeked:
+        raise AssertionError(f"{name} {PEEKED} {peeked[0]} while it was tested: an answer works from its "
+                             "arguments, not from what the test expects")
 
 
 _MISSING = object()
@@ -329,21 +336,34 @@ def _shape(code: CodeType) -> tuple:
     return code.co_code, code.co_names, code.co_varnames, consts
 
 
-def _copy_watch(references: list[tuple[CodeType, str]], copied: list, switched_off: list):
+def _installed(code: CodeType) -> bool:
+    """Code of an installed file (Python's, a library's, the course's), not the notebook's or a made-up file."""
+    file = code.co_filename
+    return os.path.realpath(file).startswith(INSTALLED) and os.path.isfile(file)
+
+
+def _watch(references: list[tuple[CodeType, str]], copied: list, switched_off: list, peeked: list):
     """A profile function that notes (in `copied`) each run of a reference's code that is not in a
     cell of the notebook: while the tripwires are set, that is a copy of it (its code object taken,
-    or its source compiled again), never the reference itself; and (in `switched_off`) a call that
-    would replace it, from code other than this module's. None when there is nothing to watch."""
-    if not references:
-        return None
+    or its source compiled again), never the reference itself; (in `switched_off`) a call that would
+    replace it or start a thread without it, from code other than this module's and threading's; and
+    (in `peeked`) the code that called the answer read from code that is not installed."""
     shapes = {_shape(code): dotted for code, dotted in references}
     first_ops = {code.co_code for code, _ in references}  # a quick test before the whole shape
     cells = _notebook_cells()
+    label = references[0][1] if references else "lab_utils"
+    frame_readers = {inspect.currentframe.__code__: "inspect.currentframe", inspect.stack.__code__: "inspect.stack",
+                     inspect.getouterframes.__code__: "inspect.getouterframes", inspect.trace.__code__: "inspect.trace"}
 
     def watch(frame, event, arg):
         code = frame.f_code
-        if event == "c_call" and arg in (sys.setprofile, threading.setprofile) and code.co_filename != __file__:
-            switched_off.append(references[0][1])
+        if event == "c_call" and code.co_filename not in (__file__, threading.__file__):
+            if arg in (sys.setprofile, threading.setprofile, _thread.start_new_thread):
+                switched_off.append(label)
+            elif arg is sys._getframe and not _installed(code):
+                peeked.append("sys._getframe")
+        if event == "call" and code in frame_readers and not _installed(frame.f_back.f_code):
+            peeked.append(frame_readers[code])
         if event == "call" and code.co_code in first_ops and code.co_filename not in cells:
             if (dotted := shapes.get(_shape(code))) is not None:
                 copied.append(dotted)
@@ -352,7 +372,7 @@ def _copy_watch(references: list[tuple[CodeType, str]], copied: list, switched_o
 
 
 def _check_results(func: FunctionType, watch):
-    """Swap `func`'s code for code that calls a copy of it (some calls profiled by `watch`, unless None)
+    """Swap `func`'s code for code that calls a copy of it (some calls profiled by `watch`)
     and refuses a result (or an item of a result) that only pretends to be a list, a string, a number;
     returns what puts it back."""
     original = FunctionType(func.__code__, func.__globals__, func.__name__, func.__defaults__, func.__closure__)
@@ -367,14 +387,16 @@ def _check_results(func: FunctionType, watch):
         # of times): calls 1, 2, 4, 8, ... are watched, and a copy used throughout is caught at the first.
         nonlocal calls
         calls += 1
-        if watch is None or calls & (calls - 1):
+        if calls & (calls - 1):
             return original(*args, **kwargs)
-        before = sys.getprofile()
+        before, threads_before = sys.getprofile(), threading.getprofile()
         sys.setprofile(watch)
+        threading.setprofile(watch)  # a thread the answer starts is watched too
         try:
             return original(*args, **kwargs)
         finally:
             sys.setprofile(before)
+            threading.setprofile(threads_before)
 
     def checked(*args, **kwargs):
         __tracebackhide__ = True

@@ -51,7 +51,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets.config import Config
 
-from lab_utils.grading import COPIED, DECIDES, PACKAGE_DIR, REACHED, SWITCHED, TAKEN
+from lab_utils.grading import COPIED, DECIDES, PACKAGE_DIR, PEEKED, REACHED, SWITCHED, TAKEN
 
 MIME = "application/vnd.agent-memory-lab.integrity+json"
 KEY = "lab_integrity"  # notebook metadata (between nbgrader's two passes) and resources
@@ -520,7 +520,7 @@ def findings(autograded_notebook: Path) -> list[str]:
 
 
 DECIDED = re.compile(rf"(\w+) (?:returned|raised \w+ with) .+?, {re.escape(DECIDES)}(?: through [\w, ]+)?")
-USED = re.compile(rf"({'|'.join(map(re.escape, (TAKEN, REACHED, COPIED, SWITCHED)))}) ([\w.]+)")
+USED = re.compile(rf"({'|'.join(map(re.escape, (TAKEN, REACHED, COPIED, SWITCHED, PEEKED)))}) ([\w.]+)")
 
 
 def _errors(graded: Path) -> list[tuple[str, str]]:

@@ -9,7 +9,8 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from lab_utils import memory
-from lab_utils.grading import DECIDES, REACHED, SWITCHED, TAKEN, assert_own_implementation, own_implementation
+from lab_utils.grading import (DECIDES, PEEKED, REACHED, SWITCHED, TAKEN, assert_own_implementation,
+                               own_implementation)
 from lab_utils.memory import format_recall
 
 
@@ -155,11 +156,32 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
      "exec(inspect.getsource(rules.find_pii).replace('def find_pii(', 'def _copy('), _g)\n"
      "def find_pii(text):\n    sys.setprofile(None)\n    return _g['_copy'](text)\n",
      f"find_pii {SWITCHED} lab_utils.rules.find_pii"),
+    # The test's own frame read for what it expects; the reference's code run on a thread of its own.
+    ("import sys\ndef find_pii(text):\n    return sys._getframe(1).f_locals.get('expected', ['a@b.io'])\n",
+     f"find_pii {PEEKED} sys._getframe"),
+    ("import inspect\ndef find_pii(text):\n    return inspect.stack()[1].frame.f_locals.get('expected', ['a@b.io'])\n",
+     f"find_pii {PEEKED} inspect.stack"),
+    ("import threading, types\nfrom lab_utils import rules\n"
+     "KEPT = rules.find_pii.__code__, rules.find_pii.__globals__\n"
+     "def find_pii(text):\n    out = []\n    copy = types.FunctionType(*KEPT)\n"
+     "    worker = threading.Thread(target=lambda: out.append(copy(text)))\n    worker.start()\n    worker.join()\n"
+     "    return out[0]\n", "find_pii ran a copy of the lab_utils reference lab_utils.rules.find_pii"),
 ])
 def test_a_result_that_only_pretends_fails_the_block(source, said):
     find_pii = run(source)["find_pii"]
     with pytest.raises(AssertionError, match=re.escape(said)), own_implementation(find_pii, "lab_utils.rules.find_pii"):
         assert find_pii("mail a@b.io") == ["a@b.io"]
+
+
+def test_libraries_that_read_frames_and_threads_of_its_own_are_honest():
+    answer = run("import logging\nfrom collections import namedtuple\n"
+                 "from concurrent.futures import ThreadPoolExecutor\n"
+                 "def find_pii(text):\n    logging.getLogger('mine').info('looking at %s', text)\n"
+                 "    Hit = namedtuple('Hit', 'text')\n    with ThreadPoolExecutor(2) as pool:\n"
+                 "        found = list(pool.map(lambda word: Hit(word), [w for w in text.split() if '@' in w]))\n"
+                 "    return [hit.text for hit in found]\n")["find_pii"]
+    with own_implementation(answer, "lab_utils.rules.find_pii"):
+        assert answer("mail a@b.io") == ["a@b.io"]
 
 
 def test_an_enum_of_strings_is_an_honest_result():
