@@ -250,7 +250,7 @@ def redefined(value) -> tuple[type, set[str]] | None:
         return None
     # (Defining __eq__ sets __hash__ to None: that follows from the change, it is not another; an
     # enum of strings sets __str__ to str's own.)
-    own = {name for c in cls.__mro__ if c.__module__ == "__main__" for name, value in vars(c).items()
+    own = {name for c in cls.__mro__ if _made_by_notebook(c) for name, value in vars(c).items()
            if not (name == "__hash__" and value is None) and value is not vars(base).get(name)}
     changed = (own & set(dir(base))) - HARMLESS
     return (base, changed) if changed else None
@@ -275,8 +275,7 @@ def _made_by_notebook(cls: type) -> bool:
     for part in cls.__qualname__.split("."):
         found = getattr(found, part, None)
     file = getattr(module, "__file__", None)
-    return (found is not cls and "<locals>" not in cls.__qualname__) or \
-        (file is not None and not os.path.realpath(file).startswith(INSTALLED))
+    return (found is not cls and "<locals>" not in cls.__qualname__) or (file is not None and not _installed(file))
 
 
 def pretends(value) -> str | None:
@@ -336,9 +335,8 @@ def _shape(code: CodeType) -> tuple:
     return code.co_code, code.co_names, code.co_varnames, consts
 
 
-def _installed(code: CodeType) -> bool:
-    """Code of an installed file (Python's, a library's, the course's), not the notebook's or a made-up file."""
-    file = code.co_filename
+def _installed(file: str) -> bool:
+    """An installed file (Python's, a library's, the course's), not the notebook's or a made-up one."""
     return os.path.realpath(file).startswith(INSTALLED) and os.path.isfile(file)
 
 
@@ -360,9 +358,9 @@ def _watch(references: list[tuple[CodeType, str]], copied: list, switched_off: l
         if event == "c_call" and code.co_filename not in (__file__, threading.__file__):
             if arg in (sys.setprofile, threading.setprofile, _thread.start_new_thread):
                 switched_off.append(label)
-            elif arg is sys._getframe and not _installed(code):
+            elif arg is sys._getframe and not _installed(code.co_filename):
                 peeked.append("sys._getframe")
-        if event == "call" and code in frame_readers and not _installed(frame.f_back.f_code):
+        if event == "call" and code in frame_readers and not _installed(frame.f_back.f_code.co_filename):
             peeked.append(frame_readers[code])
         if event == "call" and code.co_code in first_ops and code.co_filename not in cells:
             if (dotted := shapes.get(_shape(code))) is not None:

@@ -523,32 +523,29 @@ DECIDED = re.compile(rf"(\w+) (?:returned|raised \w+ with) .+?, {re.escape(DECID
 USED = re.compile(rf"({'|'.join(map(re.escape, (TAKEN, REACHED, COPIED, SWITCHED, PEEKED)))}) ([\w.]+)")
 
 
-def _errors(graded: Path) -> list[tuple[str, str]]:
-    """(grade_id, message) of each error a graded notebook's cells show."""
-    return [(cell.metadata.get("nbgrader", {}).get("grade_id", "a cell"), output.get("evalue", ""))
-            for cell in nbformat.read(graded, as_version=4).cells for output in cell.get("outputs", [])
-            if output.get("output_type") == "error"]
+def _first_caught(graded: Path, pattern: re.Pattern, prefix: str) -> list[str]:
+    """For each thing `pattern` finds in the errors of a graded notebook's cells (told apart by its
+    groups), the first test cell that caught it and what it says."""
+    found = {}
+    for cell in nbformat.read(graded, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error" and (caught := pattern.search(output.get("evalue", ""))):
+                grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "a cell")
+                found.setdefault(caught.groups(), f"{grade_id}: {prefix}{caught[0].strip()}")
+    return list(found.values())
 
 
 def reference_used(graded: Path) -> list[str]:
     """The references a test caught the answer being (imported, or built from its code), calling, or
     running a copy of: that costs the test's points, and a person should know why (a first test cell
     per reference named)."""
-    found = {}
-    for grade_id, message in _errors(graded):
-        if used := USED.search(message):
-            found.setdefault(used.groups(), f"{grade_id}: the answer {used[1]} {used[2]}")
-    return list(found.values())
+    return _first_caught(graded, USED, "the answer ")
 
 
 def comparison_decided(graded: Path) -> list[str]:
     """The answers a test caught returning (or raising with) a value of a class the notebook made to
     decide how tests compare it, an object equal to everything: a first test cell per answer."""
-    found = {}
-    for grade_id, message in _errors(graded):
-        if decided := DECIDED.search(message):
-            found.setdefault(decided[1], f"{grade_id}: {decided[0].strip()}")
-    return list(found.values())
+    return _first_caught(graded, DECIDED, "")
 
 
 def flags(autograded_notebook: Path) -> list[str]:
