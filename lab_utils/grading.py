@@ -17,7 +17,7 @@ behaves, nor an object of a class of its own that decides how it compares (a lis
 equal to everything would pass every `==` of the tests), nor raise an error whose message is such
 a string; nor run a copy of a reference's code built at run time (`exec(inspect.getsource(reference))`),
 which no cell of the notebook shows, on any thread, nor read the frames of the test that called it
-(its calls 1, 2, 4, 8, ... are watched for both).
+(every call is watched for both).
 """
 
 from __future__ import annotations
@@ -370,23 +370,17 @@ def _watch(references: list[tuple[CodeType, str]], copied: list, switched_off: l
 
 
 def _check_results(func: FunctionType, watch):
-    """Swap `func`'s code for code that calls a copy of it (some calls profiled by `watch`)
+    """Swap `func`'s code for code that calls a copy of it (profiled by `watch`)
     and refuses a result (or an item of a result) that only pretends to be a list, a string, a number;
     returns what puts it back."""
     original = FunctionType(func.__code__, func.__globals__, func.__name__, func.__defaults__, func.__closure__)
     original.__kwdefaults__ = func.__kwdefaults__
     slot = f"_checked_{id(func)}"  # its own name in the notebook: another answer may be checked at once
 
-    calls = 0
-
     def profiled(*args, **kwargs):
         __tracebackhide__ = True
-        # Watching slows every call it watches several times over (a harness calls an answer hundreds
-        # of times): calls 1, 2, 4, 8, ... are watched, and a copy used throughout is caught at the first.
-        nonlocal calls
-        calls += 1
-        if calls & (calls - 1):
-            return original(*args, **kwargs)
+        # Every call is watched: were some left out, an answer could tell them apart (sys.getprofile(),
+        # or how long a call takes) and cheat only there.
         before, threads_before = sys.getprofile(), threading.getprofile()
         sys.setprofile(watch)
         threading.setprofile(watch)  # a thread the answer starts is watched too

@@ -173,6 +173,18 @@ def test_a_result_that_only_pretends_fails_the_block(source, said):
         assert find_pii("mail a@b.io") == ["a@b.io"]
 
 
+def test_an_answer_that_cheats_only_where_it_is_not_watched_finds_no_such_call():
+    # It reads what the test expects from the test's frames whenever no profile function is set.
+    find_pii = run("import sys\ndef find_pii(text):\n    if sys.getprofile() is None:\n"
+                   "        frame = sys._getframe(1)\n        while 'expected' not in frame.f_locals:\n"
+                   "            frame = frame.f_back\n        return frame.f_locals['expected']\n"
+                   "    return []\n")["find_pii"]
+    expected = ["a@b.io"]
+    with own_implementation(find_pii, "lab_utils.rules.find_pii"):
+        right = sum(find_pii("mail a@b.io") == expected for _ in range(8))  # as a harness calls an answer
+    assert right == 0
+
+
 def test_libraries_that_read_frames_and_threads_of_its_own_are_honest():
     answer = run("import logging\nfrom collections import namedtuple\n"
                  "from concurrent.futures import ThreadPoolExecutor\n"
