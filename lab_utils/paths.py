@@ -21,9 +21,17 @@ DATA_DIR = PACKAGE_DIR / "data" if INSTALLED else ROOT / "data"
 
 def work_dir(*parts: str) -> Path:
     """A folder under the work folder, created on first use."""
-    base = Path(os.environ.get("LAB_WORK_DIR", Path.cwd() / "work" if INSTALLED else ROOT / "work"))
-    path = base.joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
+    moved = os.environ.get("LAB_WORK_DIR")
+    path = Path(moved or (Path.cwd() / "work" if INSTALLED else ROOT / "work")).joinpath(*parts)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        # A notebook that moves its work folder itself breaks when graded: there the grader sets it.
+        why = (f"LAB_WORK_DIR is {moved!r}; a graded notebook can write only to the work folder the grader "
+               "sets (and /tmp), so leave LAB_WORK_DIR to the grader rather than set it in a notebook"
+               if moved else "make it writable, or set LAB_WORK_DIR to a folder that is")
+        said = f"cannot create the work folder {path.absolute()}: {error.strerror}; {why}"
+        raise OSError(error.errno, said) from None
     return path
 
 

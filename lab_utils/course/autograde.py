@@ -180,7 +180,8 @@ def grade(root: Path, student: str, lesson: str, unsafe: bool = False) -> Outcom
                 penalty = f", {outcome.score.penalty:g} points off" if outcome.score.penalty else ""
                 outcome.notes.append(f"submitted {late} after the due date{penalty}")
             graded = Path(root) / "autograded" / student / lesson / f"{lesson}.ipynb"
-            outcome.notes += [f"stopped: {what}" for what in incidents(nbformat.read(graded, as_version=4), root)]
+            outcome.notes += [f"stopped: {what}"
+                              for what in incidents(nbformat.read(graded, as_version=4), root, graded.parent)]
             outcome.flags = integrity.flags(graded)
         else:
             outcome.problem = (f"nbgrader failed ({failure_reason(result)}){kernel_said(log, root)}; "

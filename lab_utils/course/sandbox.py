@@ -236,9 +236,11 @@ def install(c: Config) -> None:
     c.Autograde.autograde_preprocessors = [SandboxedExecute if step is Execute else step for step in steps]
 
 
-def incidents(nb, course_root: Path) -> list[str]:
-    """What the sandbox or the timeout stopped, by graded cell (or cell number), from the outputs."""
+def incidents(nb, course_root: Path, own_folder: Path) -> list[str]:
+    """What the sandbox or the timeout stopped, by graded cell (or cell number), from the outputs.
+    `own_folder` (the submission's, where the kernel runs) is in sight, though read-only."""
     hidden = {os.path.join(os.path.realpath(course_root), name): name for name in INSTRUCTOR_FOLDERS}
+    own = os.path.realpath(own_folder) + os.sep
     found = []
     for number, cell in enumerate(nb.cells, 1):
         name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or f"cell {number}"
@@ -248,5 +250,5 @@ def incidents(nb, course_root: Path) -> list[str]:
             said = f"{output.get('ename')}: {output.get('evalue')}"
             found += [f"{name}: {why}" for key, why in STOPPED.items() if key in said]
             found += [f"{name}: {folder}/ was out of reach (the sandbox hides it)"
-                      for path, folder in hidden.items() if path + os.sep in said]
+                      for path, folder in hidden.items() if path + os.sep in said.replace(own, "")]
     return list(dict.fromkeys(found))

@@ -82,6 +82,11 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
         "home": (f"open({str(HOME_FILE)!r}, 'w').write('was here')",
                  "write outside /tmp was refused"),
         "tmp": (f"open({str(TMP_FILE)!r}, 'w').write('was here')", ""),
+        # Not an attack: a student who moves the work folder next to the notebook, as a clone allows
+        # (put back after, so that the rest of the notebook writes where the grader says).
+        "workdir": ("%env LAB_WORK_DIR=work\nfrom lab_utils.paths import work_dir\n"
+                    "try:\n    work_dir('mine')\nfinally:\n    %env LAB_WORK_DIR=/tmp/work",
+                    "write outside /tmp was refused"),
     }
 
 
@@ -138,7 +143,7 @@ def test_every_submission_is_still_graded_in_full(graded):
     assert not table.status.str.startswith("not graded").any()
 
 
-@pytest.mark.parametrize("attack", ["loop", "memory", "network", "neighbour", "home", "forks"])
+@pytest.mark.parametrize("attack", ["loop", "memory", "network", "neighbour", "home", "forks", "workdir"])
 def test_each_attack_is_stopped_and_reported(graded, attack):
     if attack == "forks" and not sandbox.process_cap():
         pytest.skip(UNCAPPED)
@@ -207,6 +212,14 @@ def test_a_kernel_that_cannot_start_says_why(tmp_path):
     run = course_cli(root, "autograde")
     assert "nbgrader failed (RuntimeError: Kernel died before replying to kernel_info)" in run.stdout
     assert re.search(r"its kernel's last message: '.*failed to map segment.*' \(all in autograde_logs/ada/", run.stdout)
+
+
+def test_a_notebook_that_moves_its_work_folder_is_told_why_it_cannot_write_there(graded):
+    nb = nbformat.read(graded.root / "autograded" / "attacker" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    cell = nb.cells[list(graded.cases).index("workdir") + 1]
+    said = [o["evalue"] for o in cell.outputs if o.output_type == "error"]
+    assert said and "cannot create the work folder" in said[0] and "LAB_WORK_DIR is 'work'" in said[0], said
+    assert "leave LAB_WORK_DIR to the grader" in said[0]
 
 
 @needs_cap
