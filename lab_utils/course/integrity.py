@@ -2,7 +2,8 @@
 
 nbgrader puts back the released source of a locked test cell before grading, but the student's
 cells run first, in the same kernel, and can change what that source does: an input transformer
-that turns every later cell into `pass`, an AST transformer that drops asserts, a trace function,
+that turns every later cell into `pass`, an AST transformer or an audit hook that drops asserts,
+asserts compiled away (the optimization level raised), a trace function,
 a custom exception handler, an event callback that clears a failed test's error, a patched
 lab_utils.grading or a patched judge of the tests (pandas.testing.assert_frame_equal, math.isclose),
 a fake module in sys.modules, a kernel that exits early or stops answering.
@@ -13,9 +14,9 @@ a fake module in sys.modules, a kernel that exits early or stops answering.
   back (a renamed cell becomes a plain cell, so nbgrader restores the released one instead of
   crashing); notes Python files handed in with the notebook, which a kernel started in that folder
   could import in place of the course's own;
-- `Seal`, before execution: a first cell reports the kernel's state (`_kernel_state`), each
-  graded test cell gets a last line with a fresh nonce that reports it again, and a last cell
-  reports it once more;
+- `Seal`, before execution: a first cell adds an audit hook that refuses any other
+  (`_refuse_audit_hooks`) and reports the kernel's state (`_kernel_state`), each graded test cell
+  gets a last line with a fresh nonce that reports it again, and a last cell reports it once more;
 - `Verify`, after execution: a test cell that passed without a sound report (its nonce, the code
   that ran equal to the released code, run by IPython as the cell's last statement, on the main
   thread, outside the handling of an error, with only installed files' code below it; nothing added
@@ -72,6 +73,23 @@ MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.c
 # What the test cells judge with: patching it (pandas.testing.assert_frame_equal = a no-op) passes tests.
 # (pandas.api.types is left out: watching it, the fork-bomb test's kernels failed, for a reason not found yet.)
 JUDGES = ("math", "pandas.testing")
+
+
+def _refuse_audit_hooks() -> None:
+    """Add an audit hook that refuses any later one and any change to itself. Runs inside the kernel
+    before the notebook's first cell, shipped as source: self-contained."""
+    import sys
+
+    def refuse(event, args, me=None):
+        # An audit hook sees each statement's syntax tree before it is compiled and could rewrite it
+        # (drop a test's asserts); once added, none can be removed. Raising refuses the addition or
+        # the change. It looks up no name, which the notebook could rebind: the KeyError says why.
+        changed = event in ("object.__setattr__", "object.__delattr__") and args[0] is me
+        if event == "sys.addaudithook" or changed:
+            {}["while a notebook is graded, no audit hook may be added, nor the grader's changed"]
+
+    refuse.__defaults__ = (refuse,)
+    sys.addaudithook(refuse)
 
 
 def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[str, ...],
@@ -200,14 +218,20 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         target = sys.modules.get(module)
         if name in shell.user_ns and shell.user_ns[name] is not (getattr(target, attr, None) if attr else target):
             rebound.append(f"{name} is no longer {module}{'.' + attr if attr else ''}")
+    try:  # raised to -O (by a C-level call), Python compiles every later cell without its asserts
+        exec(compile("assert False", "<are asserts compiled>", "exec"), {})
+        compiling = ["assert statements are compiled away (the interpreter's optimization level was raised)"]
+    except AssertionError:
+        compiling = []
     ran = shell.history_manager.input_hist_parsed[-1] if nonce else ""
     publish_display_data({mime: {
         "nonce": nonce, "ran": hashlib.sha256(ran.encode()).hexdigest(), "tracing": tracing,
         "custom_exceptions": [getattr(e, "__name__", repr(e)) for e in shell.custom_exceptions], "rebound": rebound,
-        "hooks": hooks, "modules": modules, "objects": objects, "ran_from": ran_from}})
+        "hooks": hooks, "modules": modules, "objects": objects, "ran_from": ran_from, "compiling": compiling}})
 
 
 KERNEL_STATE_SOURCE = inspect.getsource(_kernel_state)  # read once: every sealed test cell carries it
+GUARD = f"exec({inspect.getsource(_refuse_audit_hooks) + '_refuse_audit_hooks()'!r}, {{}})"
 
 
 def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple]) -> str:
@@ -222,9 +246,21 @@ def _proof(nonce: str, imported: dict[str, tuple]) -> str:
             f"{_report_call(nonce, [], imported)}\n")
 
 
+CHECKERS = ("own_implementation", "assert_own_implementation")
+
+
+def _defines(node: ast.stmt) -> list[str]:
+    """The names a top-level statement defines: a function's, a class's, or those it assigns (`rule = Rule()`)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return [target.id for target in targets if isinstance(target, ast.Name)]
+
+
 def _imports(nb) -> dict[str, tuple[str, str | None]]:
     """name -> (module, attribute) for every import in the notebook's cells other than answers, but
-    for the names answers define (an answer's own function, once its namesake was imported)."""
+    for the answers the tests check that answer cells define (an answer's own function, once its
+    namesake was imported); a name the tests judge with stays, however an answer cell rebinds it."""
     found = {}
     for cell in nb.cells:
         if cell.cell_type != "code" or utils.is_solution(cell) or (tree := _tree(cell.source)) is None:
@@ -236,8 +272,12 @@ def _imports(nb) -> dict[str, tuple[str, str | None]]:
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 found.update({a.asname or a.name: (node.module, a.name) for a in node.names if a.name != "*"})
     answers = [tree for c in nb.cells if c.cell_type == "code" and utils.is_solution(c) and (tree := _tree(c.source))]
-    defined = {node.name for tree in answers for node in tree.body
-               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    tests = [tree for c in nb.cells if _is_test(c) and (tree := _tree(c.source))]
+    # The answers the tests check (`own_implementation(top_k, ...)`), not names the tests judge with.
+    tested = {node.args[0].id for tree in tests for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and getattr(node.func, "id", None) in CHECKERS
+              and node.args and isinstance(node.args[0], ast.Name)}
+    defined = {name for tree in answers for node in tree.body for name in _defines(node)} & tested
     return {name: where for name, where in found.items() if name not in defined}
 
 
@@ -342,7 +382,7 @@ class Seal(NbGraderPreprocessor):
                 seal = {"nonce": secrets.token_hex(16), "source": cell.source, "imported": uses}
                 sealed[_meta(cell)["grade_id"]] = seal
                 cell.source += _proof(seal["nonce"], uses)
-        nb.cells.insert(0, nbformat.v4.new_code_cell(_report_call("", _preload(nb), {})))
+        nb.cells.insert(0, nbformat.v4.new_code_cell(f"{GUARD}\n{_report_call('', _preload(nb), {})}"))
         nb.cells.append(nbformat.v4.new_code_cell(_report_call("", [], {})))
         resources[KEY] = {"sealed": sealed, "died_at": None, "how": None}
         return nb, resources
@@ -395,7 +435,7 @@ def _changes(kind: str, before: dict, after: dict) -> list[str]:
 def _machinery_changed(report: dict, first: dict) -> list[str]:
     """How the way the kernel runs a cell differs from the first report: tracing, a custom exception
     handler, hooks added or removed."""
-    reasons = [f"tracing was on ({t})" for t in report["tracing"]]
+    reasons = [f"tracing was on ({t})" for t in report["tracing"]] + report["compiling"]
     if report["custom_exceptions"]:
         reasons.append(f"a custom exception handler was set for {', '.join(report['custom_exceptions'])}")
     for kind, items in report["hooks"].items():

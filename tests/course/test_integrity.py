@@ -72,6 +72,31 @@ def install(shell):
 namespace = {"sys": sys}
 exec(compile(source, os.path.join(sys.prefix, "lib", "site.py"), "exec"), namespace)
 namespace["install"](get_ipython())'''
+# Python's optimization level raised at run time (as -O does): every later cell compiles without its asserts.
+NO_ASSERTS = """import sys, _testinternalcapi
+kept = dict(vars(sys))
+setting = _testinternalcapi.get_config()
+setting["optimization_level"] = 1
+_testinternalcapi.set_config(setting)
+for name, value in kept.items():
+    if getattr(sys, name, None) is not value:
+        setattr(sys, name, value)"""
+# An audit hook sees each statement's syntax tree before it is compiled: it turns a test's asserts into
+# passes. The grader's own hook is looked for first, and its code replaced.
+AUDIT_HOOK = """import ast, gc, sys, types
+said = []
+for grader in [f for f in gc.get_objects() if isinstance(f, types.FunctionType) and f.__name__ == "refuse"]:
+    try:
+        grader.__code__ = (lambda event, args, me=None: None).__code__
+    except Exception as error:
+        said.append(str(error))
+def drop_asserts(event, args):
+    if event == "compile" and isinstance(args[0], ast.Module):
+        for node in ast.walk(args[0]):
+            if isinstance(node, ast.Assert):
+                node.test = ast.copy_location(ast.Constant(True), node.test)
+sys.addaudithook(drop_asserts)  # refused in silence: Python drops an Exception a hook raises here
+print(*said)"""
 # (cheat, answer it goes with, what the finding must name). A wrong answer shows the cheat works:
 # the test would have failed, yet it shows no error until the proof is checked.
 CHEATS = {
@@ -95,6 +120,8 @@ CHEATS = {
     "check rebound": ("assert_own_implementation = lambda f: None\nimport operator, functools\n"
                       "double = functools.partial(operator.mul, 2)", "",
                       "assert_own_implementation is no longer lab_utils.grading.assert_own_implementation"),
+    "check redefined": ("def assert_own_implementation(func):\n    return None", RIGHT,
+                        "assert_own_implementation is no longer lab_utils.grading.assert_own_implementation"),
     "sys.modules replaced": ("import sys, types\n"
                              "sys.modules['lab_utils.grading'] = types.ModuleType('lab_utils.grading')",
                              RIGHT, "sys.modules entries replaced: lab_utils.grading"),
@@ -103,6 +130,7 @@ CHEATS = {
     "traceback formatter replaced": (HIDDEN_FORMATTER, WRONG, "its proof ran from the handling of an error"),
     "kernel exits": ("import os\nos._exit(0)", RIGHT, "the kernel exited before test-double finished"),
     "builtin patched": ("import builtins\nbuiltins.all = lambda items: True", RIGHT, "changed: builtins.all"),
+    "asserts compiled away": (NO_ASSERTS, WRONG, "assert statements are compiled away"),
 }
 
 
@@ -181,6 +209,15 @@ def test_a_cheat_that_failed_keeps_the_score_and_is_still_named(name, tmp_path):
     assert named in found[0], found
 
 
+def test_no_audit_hook_may_be_added_nor_the_graders_changed(tmp_path):
+    nb = exercise(f"{AUDIT_HOOK}\n{WRONG}")
+    cell, found = run_sealed(nb, tmp_path)  # the notebook as it ran, the grader's cells taken out
+    printed = "".join(o.get("text", "") for o in nb.cells[1].outputs)
+    refused = "no audit hook may be added, nor the grader's changed"
+    assert refused in printed, printed  # the grader's hook kept its code
+    assert errors(cell) == ["AssertionError: double doubles"] and found == [], "and no other hook dropped the assert"
+
+
 # What nbgrader scores in a test cell is its error alone: (answer, points the test earns).
 SCORED = {
     # nbgrader takes a number a test cell displays, before its error, for partial credit.
@@ -200,8 +237,13 @@ def test_nbgrader_scores_a_test_by_its_error_alone(name, tmp_path):
     assert determine_grade(cell) == (points, 1) and found == []
 
 
-def test_an_answer_named_like_a_function_imported_before_is_not_a_rebinding(tmp_path):
-    nb = exercise("def top_k(scored, k, min_score):\n    return [i for i, s in scored if s >= min_score][:k]\n")
+@pytest.mark.parametrize("answer", [
+    "def top_k(scored, k, min_score):\n    return [i for i, s in scored if s >= min_score][:k]\n",
+    "class Best:\n    def __call__(self, scored, k, min_score):\n"
+    "        return [i for i, s in scored if s >= min_score][:k]\ntop_k = Best()\n",
+], ids=["def", "an object"])
+def test_an_answer_named_like_a_function_imported_before_is_not_a_rebinding(answer, tmp_path):
+    nb = exercise(answer)
     nb.cells.insert(1, new_code_cell("from lab_utils.memory import top_k  # to see what it does"))
     nb.cells[-1].source = "assert_own_implementation(top_k)\nassert top_k([('a', 1.0)], 1, 0.5) == ['a']"
     cell, found = run_sealed(nb, tmp_path)
