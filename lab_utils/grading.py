@@ -33,7 +33,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import CodeType, FunctionType
+from types import CodeType, FunctionType, MethodType
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # What a test says when it caught an answer using the reference, each followed by the reference's
@@ -74,15 +74,19 @@ def assert_own_implementation(func) -> None:
     your own code is fine.
     """
     __tracebackhide__ = True
-    name = getattr(func, "__name__", repr(func))
+    name = _name(func)
+    func = _entry(func)
     code = getattr(func, "__code__", None)
     module = getattr(func, "__module__", None)
-    if module != "__main__" or code is None:
-        taken = func.func if isinstance(func, functools.partial) else func  # partial(reference, ...) too
-        if _from_lab_utils(taken):
-            raise AssertionError(f"{name} {TAKEN} {taken.__module__}.{getattr(taken, '__qualname__', name)}, not "
-                                 "written in this notebook: write it in the answer cell rather than importing the "
-                                 "reference.")
+    if _from_lab_utils(func):
+        raise AssertionError(f"{name} {TAKEN} {func.__module__}.{getattr(func, '__qualname__', name)}, not "
+                             "written in this notebook: write it in the answer cell rather than importing the "
+                             "reference.")
+    if not isinstance(func, FunctionType):
+        raise AssertionError(f"{name} is a {type(func).__name__}, which a test cannot look inside (as with "
+                             "functools.cache): write it in the answer cell as a function (def) or a class with a "
+                             "__call__ method; a cache can be a dict your function keeps.")
+    if module != "__main__":
         raise AssertionError(f"{name} comes from {module or 'elsewhere'}, not from this notebook: "
                              "write it in the answer cell.")
     if _code_from_lab_utils(code):
@@ -94,6 +98,20 @@ def assert_own_implementation(func) -> None:
     dotted = name in used and bool(references)  # lab_utils.x.name(...)
     if aliased or dotted:
         raise AssertionError(f"{name} {REACHED} {_reference_named(name)} by calling it: implement it yourself.")
+
+
+def _name(func) -> str:
+    return getattr(func, "__name__", None) or f"the {type(func).__name__} object"
+
+
+def _entry(func):
+    """The function a call of `func` runs first: `func` itself, what a wrapper whose behaviour Python
+    fixes runs (a bound method's function, functools.partial's), or the `__call__` of an object.
+    (Not functools.cache's: what it calls is out of reach, whatever its __wrapped__ says.)"""
+    while isinstance(func, (MethodType, functools.partial)):
+        func = func.__func__ if isinstance(func, MethodType) else func.func
+    call = inspect.getattr_static(type(func), "__call__", None)
+    return call if isinstance(call, FunctionType) and not isinstance(func, FunctionType) else func
 
 
 def _reference_named(name: str) -> str:
@@ -188,13 +206,14 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     """
     __tracebackhide__ = True
     assert_own_implementation(func)
+    name, func = _name(func), _entry(func)  # an object's __call__, a partial's function: what is checked
     tripped, copied, switched_off, peeked = _Tripped(), _Tripped(), _Tripped(), _Tripped()
     functions = {dotted: reference for dotted in references if (reference := _resolve(dotted)) is not None}
     saved: list[tuple[FunctionType, CodeType, object]] = []
     switched: list[tuple[object, str, object]] = []
     watch = _watch([(reference.__code__, dotted) for dotted, reference in functions.items()], copied,
                    switched_off, peeked)
-    restore_answer = _check_results(func, watch)
+    restore_answer = _check_results(func, name, watch)
     try:
         for dotted, reference in functions.items():
             marker = reference.__globals__.get("_TRIPPED", _MISSING)
@@ -213,10 +232,9 @@ def own_implementation(func, *references: str) -> Iterator[None]:
                 reference.__globals__.pop("_TRIPPED", None)
             else:
                 reference.__globals__["_TRIPPED"] = marker
-        for owner, name, value in switched:
-            setattr(owner, name, value)
+        for owner, attr, value in switched:
+            setattr(owner, attr, value)
         restore_answer()
-    name = getattr(func, "__name__", "your function")
     if tripped:
         raise AssertionError(f"{name} {REACHED} {tripped[0]} while it was "
                              "tested; write your own implementation instead of calling it")
@@ -369,7 +387,7 @@ def _watch(references: list[tuple[CodeType, str]], copied: list, switched_off: l
     return watch
 
 
-def _check_results(func: FunctionType, watch):
+def _check_results(func: FunctionType, name: str, watch):
     """Swap `func`'s code for code that calls a copy of it (profiled by `watch`)
     and refuses a result (or an item of a result) that only pretends to be a list, a string, a number;
     returns what puts it back."""
@@ -398,11 +416,11 @@ def _check_results(func: FunctionType, watch):
             # A test reads an error's message: it must be a plain string, not one equal to every message.
             for part in (str(error), *error.args):
                 if (why := pretends(part)) is not None:
-                    raise AssertionError(f"{func.__name__} raised {type(error).__name__} with {why}") from None
+                    raise AssertionError(f"{name} raised {type(error).__name__} with {why}") from None
             raise
         for part in _parts(result):
             if (why := pretends(part)) is not None:
-                raise AssertionError(f"{func.__name__} returned {why}")
+                raise AssertionError(f"{name} returned {why}")
         return result
 
     code = func.__code__

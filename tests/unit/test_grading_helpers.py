@@ -44,6 +44,42 @@ def test_own_code_passes_even_using_other_helpers():
     assert memory.NOTHING
 
 
+# An answer in another form than a def: what a call of it runs is checked and watched like a function.
+OWN_FORMAT = "def _lines(ms, sep):\n    return sep.join(m.text for m in ms)\n"
+
+
+@pytest.mark.parametrize("source", [
+    "import functools\n" + OWN_FORMAT + "format_recall = functools.partial(_lines, sep='\\n')\n",
+    "class Formatter:\n    def __call__(self, ms):\n        return '\\n'.join(m.text for m in ms)\n"
+    "format_recall = Formatter()\n",
+    "import functools\nclass counted:\n    def __init__(self, fn):\n        functools.update_wrapper(self, fn)\n"
+    "        self.fn, self.calls = fn, 0\n    def __call__(self, *args):\n        self.calls += 1\n"
+    "        return self.fn(*args)\n@counted\ndef format_recall(ms):\n    return '\\n'.join(m.text for m in ms)\n",
+    "class Shelf:\n    def format(self, ms):\n        return '\\n'.join(m.text for m in ms)\nformat_recall = Shelf().format\n",
+], ids=["partial", "callable object", "class decorator", "bound method"])
+def test_an_answer_written_as_a_partial_an_object_or_a_method_passes(source):
+    student = run(source)["format_recall"]
+    with own_implementation(student, "lab_utils.memory.format_recall"):
+        assert student([memory.Memory(id="m1", kind="fact", text="a", source="t-1", ts=1.0)]) == "a"
+
+
+@pytest.mark.parametrize("source, said", [
+    ("import lab_utils.memory as q\nclass Formatter:\n    def __call__(self, ms):\n        return q.format_recall(ms)\n"
+     "format_recall = Formatter()\n", f"{REACHED} lab_utils.memory.format_recall"),
+    ("import inspect, lab_utils.memory as q\n_g = dict(vars(q))\n"
+     "exec(inspect.getsource(q.format_recall).replace('def format_recall(', 'def _copy('), _g)\n"
+     "class Formatter:\n    def __call__(self, ms):\n        return _g['_copy'](ms)\nformat_recall = Formatter()\n",
+     "ran a copy of the lab_utils reference lab_utils.memory.format_recall"),
+    ("import functools\n@functools.cache\ndef format_recall(ms):\n    return ''\n",
+     "format_recall is a _lru_cache_wrapper, which a test cannot look inside"),
+], ids=["calls the reference", "runs a copy of it", "functools.cache"])
+def test_an_answer_in_another_form_is_held_to_the_same_rules(source, said):
+    student = run(source)["format_recall"]
+    with pytest.raises(AssertionError, match=re.escape(said)):
+        with own_implementation(student, "lab_utils.memory.format_recall"):
+            student(())
+
+
 @pytest.mark.parametrize("source", [
     "import importlib\ndef format_recall(ms):\n"
     "    return getattr(importlib.import_module('lab_utils.memory'), 'format_' + 'recall')(ms)\n",
