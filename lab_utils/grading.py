@@ -101,15 +101,16 @@ def assert_own_implementation(func) -> None:
 
 
 def _name(func) -> str:
-    return getattr(func, "__name__", None) or f"the {type(func).__name__} object"
+    """A function's name; an object's class's, one word as make grades reads it (integrity.DECIDED)."""
+    return getattr(func, "__name__", None) or type(func).__name__
 
 
 def _entry(func):
     """The function a call of `func` runs first: `func` itself, what a wrapper whose behaviour Python
     fixes runs (a bound method's function, functools.partial's), or the `__call__` of an object.
     (Not functools.cache's: what it calls is out of reach, whatever its __wrapped__ says.)"""
-    while isinstance(func, (MethodType, functools.partial)):
-        func = func.__func__ if isinstance(func, MethodType) else func.func
+    while type(func) in (MethodType, functools.partial):  # a subclass's own __call__ may run anything
+        func = func.__func__ if type(func) is MethodType else func.func
     call = inspect.getattr_static(type(func), "__call__", None)
     return call if isinstance(call, FunctionType) and not isinstance(func, FunctionType) else func
 

@@ -76,17 +76,21 @@ JUDGES = ("math", "pandas.testing")
 
 
 def _refuse_audit_hooks() -> None:
-    """Add an audit hook that refuses any later one and any change to itself. Runs inside the kernel
-    before the notebook's first cell, shipped as source: self-contained."""
+    """Add an audit hook that refuses any later one, any change to itself, and Python's test modules.
+    Runs inside the kernel before the notebook's first cell, shipped as source: self-contained."""
     import sys
 
     def refuse(event, args, me=None):
         # An audit hook sees each statement's syntax tree before it is compiled and could rewrite it
-        # (drop a test's asserts); once added, none can be removed. Raising refuses the addition or
-        # the change. It looks up no name, which the notebook could rebind: the KeyError says why.
+        # (drop a test's asserts); once added, none can be removed. The C API's test modules can
+        # change how Python compiles (_testinternalcapi.set_config: asserts compiled away). Raising
+        # refuses the addition, the change or the import. It looks up no name, which the notebook
+        # could rebind: the KeyError says why.
         changed = event in ("object.__setattr__", "object.__delattr__") and args[0] is me
         if event == "sys.addaudithook" or changed:
             {}["while a notebook is graded, no audit hook may be added, nor the grader's changed"]
+        if event == "import" and args[0] in ("_testinternalcapi", "_testcapi"):
+            {}["while a notebook is graded, Python's test modules cannot be imported"]
 
     refuse.__defaults__ = (refuse,)
     sys.addaudithook(refuse)
@@ -95,6 +99,13 @@ def _refuse_audit_hooks() -> None:
 def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[str, ...],
                   imported: dict[str, list], harmless_callbacks: tuple[tuple[str, str], ...]) -> None:
     """Publish what grading depends on. Runs inside the kernel, shipped as source: self-contained."""
+    # First, before anything of the notebook's could run: raised to -O (by a C-level call), Python
+    # compiles every later cell without its asserts.
+    try:
+        exec(compile("assert False", "<are asserts compiled>", "exec"), {})
+        compiling = ["assert statements are compiled away (the interpreter's optimization level was raised)"]
+    except AssertionError:
+        compiling = []
     import builtins
     import hashlib
     import importlib
@@ -177,6 +188,7 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
     }
     # What shows a cell's error and carries it to nbgrader: an error dropped on its way is never seen.
     carriers = {"kernel": kernel, "traceback formatter": shell.InteractiveTB, "displayhook": shell.displayhook,
+                "display trap": shell.display_trap, "display trap's hook": shell.display_trap.hook,
                 "display publisher": shell.display_pub, "message session": getattr(kernel, "session", None),
                 "displayhook's session": getattr(shell.displayhook, "session", None),
                 "display publisher's session": getattr(shell.display_pub, "session", None),
@@ -218,11 +230,6 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         target = sys.modules.get(module)
         if name in shell.user_ns and shell.user_ns[name] is not (getattr(target, attr, None) if attr else target):
             rebound.append(f"{name} is no longer {module}{'.' + attr if attr else ''}")
-    try:  # raised to -O (by a C-level call), Python compiles every later cell without its asserts
-        exec(compile("assert False", "<are asserts compiled>", "exec"), {})
-        compiling = ["assert statements are compiled away (the interpreter's optimization level was raised)"]
-    except AssertionError:
-        compiling = []
     ran = shell.history_manager.input_hist_parsed[-1] if nonce else ""
     publish_display_data({mime: {
         "nonce": nonce, "ran": hashlib.sha256(ran.encode()).hexdigest(), "tracing": tracing,

@@ -73,14 +73,18 @@ namespace = {"sys": sys}
 exec(compile(source, os.path.join(sys.prefix, "lib", "site.py"), "exec"), namespace)
 namespace["install"](get_ipython())'''
 # Python's optimization level raised at run time (as -O does): every later cell compiles without its asserts.
-NO_ASSERTS = """import sys, _testinternalcapi
-kept = dict(vars(sys))
-setting = _testinternalcapi.get_config()
-setting["optimization_level"] = 1
-_testinternalcapi.set_config(setting)
-for name, value in kept.items():
-    if getattr(sys, name, None) is not value:
-        setattr(sys, name, value)"""
+NO_ASSERTS = """import sys
+try:
+    import _testinternalcapi
+    kept = dict(vars(sys))
+    setting = _testinternalcapi.get_config()
+    setting["optimization_level"] = 1
+    _testinternalcapi.set_config(setting)
+    for name, value in kept.items():
+        if getattr(sys, name, None) is not value:
+            setattr(sys, name, value)
+except Exception as error:
+    print(error)"""
 # An audit hook sees each statement's syntax tree before it is compiled: it turns a test's asserts into
 # passes. The grader's own hook is looked for first, and its code replaced.
 AUDIT_HOOK = """import ast, gc, sys, types
@@ -130,7 +134,6 @@ CHEATS = {
     "traceback formatter replaced": (HIDDEN_FORMATTER, WRONG, "its proof ran from the handling of an error"),
     "kernel exits": ("import os\nos._exit(0)", RIGHT, "the kernel exited before test-double finished"),
     "builtin patched": ("import builtins\nbuiltins.all = lambda items: True", RIGHT, "changed: builtins.all"),
-    "asserts compiled away": (NO_ASSERTS, WRONG, "assert statements are compiled away"),
 }
 
 
@@ -216,6 +219,17 @@ def test_no_audit_hook_may_be_added_nor_the_graders_changed(tmp_path):
     refused = "no audit hook may be added, nor the grader's changed"
     assert refused in printed, printed  # the grader's hook kept its code
     assert errors(cell) == ["AssertionError: double doubles"] and found == [], "and no other hook dropped the assert"
+
+
+def test_the_optimization_level_stays_and_asserts_compiled_away_are_named(tmp_path, monkeypatch):
+    nb = exercise(f"{NO_ASSERTS}\n{WRONG}")
+    cell, found = run_sealed(nb, tmp_path)
+    assert "Python's test modules cannot be imported" in "".join(o.get("text", "") for o in nb.cells[1].outputs)
+    assert errors(cell) == ["AssertionError: double doubles"] and found == []
+    monkeypatch.setenv("PYTHONOPTIMIZE", "1")  # a kernel that compiles without asserts from its start
+    cell, found = run_sealed(exercise(WRONG), tmp_path)
+    assert [e for e in errors(cell) if e.startswith("IntegrityError")] and len(found) == 1
+    assert "assert statements are compiled away" in found[0], found
 
 
 # What nbgrader scores in a test cell is its error alone: (answer, points the test earns).

@@ -55,7 +55,8 @@ OWN_FORMAT = "def _lines(ms, sep):\n    return sep.join(m.text for m in ms)\n"
     "import functools\nclass counted:\n    def __init__(self, fn):\n        functools.update_wrapper(self, fn)\n"
     "        self.fn, self.calls = fn, 0\n    def __call__(self, *args):\n        self.calls += 1\n"
     "        return self.fn(*args)\n@counted\ndef format_recall(ms):\n    return '\\n'.join(m.text for m in ms)\n",
-    "class Shelf:\n    def format(self, ms):\n        return '\\n'.join(m.text for m in ms)\nformat_recall = Shelf().format\n",
+    "class Shelf:\n    def format(self, ms):\n        return '\\n'.join(m.text for m in ms)\n"
+    "format_recall = Shelf().format\n",
 ], ids=["partial", "callable object", "class decorator", "bound method"])
 def test_an_answer_written_as_a_partial_an_object_or_a_method_passes(source):
     student = run(source)["format_recall"]
@@ -72,7 +73,13 @@ def test_an_answer_written_as_a_partial_an_object_or_a_method_passes(source):
      "ran a copy of the lab_utils reference lab_utils.memory.format_recall"),
     ("import functools\n@functools.cache\ndef format_recall(ms):\n    return ''\n",
      "format_recall is a _lru_cache_wrapper, which a test cannot look inside"),
-], ids=["calls the reference", "runs a copy of it", "functools.cache"])
+    # A partial of its own kind: its function is an innocent stub, its __call__ runs a copy of the reference.
+    ("import functools, inspect, lab_utils.memory as q\n_g = dict(vars(q))\n"
+     "exec(inspect.getsource(q.format_recall).replace('def format_recall(', 'def _copy('), _g)\n"
+     "class Via(functools.partial):\n    def __call__(self, ms):\n        return _g['_copy'](ms)\n"
+     "def stub(ms):\n    return ''\nformat_recall = Via(stub)\n",
+     "ran a copy of the lab_utils reference lab_utils.memory.format_recall"),
+], ids=["calls the reference", "runs a copy of it", "functools.cache", "a partial's subclass"])
 def test_an_answer_in_another_form_is_held_to_the_same_rules(source, said):
     student = run(source)["format_recall"]
     with pytest.raises(AssertionError, match=re.escape(said)):
