@@ -396,7 +396,7 @@ def _check_results(func: FunctionType, name: str, watch):
     original.__kwdefaults__ = func.__kwdefaults__
     slot = f"_checked_{id(func)}"  # its own name in the notebook: another answer may be checked at once
 
-    def profiled(*args, **kwargs):
+    def checked(*args, **kwargs):
         __tracebackhide__ = True
         # Every call is watched: were some left out, an answer could tell them apart (sys.getprofile(),
         # or how long a call takes) and cheat only there.
@@ -404,21 +404,16 @@ def _check_results(func: FunctionType, name: str, watch):
         sys.setprofile(watch)
         threading.setprofile(watch)  # a thread the answer starts is watched too
         try:
-            return original(*args, **kwargs)
-        finally:
-            sys.setprofile(before)
-            threading.setprofile(threads_before)
-
-    def checked(*args, **kwargs):
-        __tracebackhide__ = True
-        try:
-            result = profiled(*args, **kwargs)
+            result = original(*args, **kwargs)
         except Exception as error:
             # A test reads an error's message: it must be a plain string, not one equal to every message.
             for part in (str(error), *error.args):
                 if (why := pretends(part)) is not None:
                     raise AssertionError(f"{name} raised {type(error).__name__} with {why}") from None
             raise
+        finally:
+            sys.setprofile(before)
+            threading.setprofile(threads_before)
         for part in _parts(result):
             if (why := pretends(part)) is not None:
                 raise AssertionError(f"{name} returned {why}")

@@ -35,6 +35,7 @@ could forge one. What it stops is every known cheat, and the general means of hi
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import inspect
 import json
@@ -237,15 +238,21 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         "hooks": hooks, "modules": modules, "objects": objects, "ran_from": ran_from, "compiling": compiling}})
 
 
-KERNEL_STATE_SOURCE = inspect.getsource(_kernel_state)  # read once: every sealed test cell carries it
-GUARD = f"exec({inspect.getsource(_refuse_audit_hooks) + '_refuse_audit_hooks()'!r}, {{}})"
+@functools.cache  # read once: every sealed test cell carries _kernel_state's
+def _source(func) -> str:
+    return inspect.getsource(func)
+
+
+def _shipped(func, *args) -> str:
+    """One line of code that runs the self-contained `func(*args)` in the kernel, in a namespace of its own."""
+    return f"exec({_source(func) + func.__name__ + repr(args)!r}, {{}})"
+
+
+GUARD = _shipped(_refuse_audit_hooks)
 
 
 def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple]) -> str:
-    """One line of code that runs `_kernel_state` in a namespace of its own."""
-    call = (f"_kernel_state({MIME!r}, {nonce!r}, {preload!r}, {MACHINERY + JUDGES!r}, {imported!r}, "
-            f"{HARMLESS_CALLBACKS!r})")
-    return f"exec({KERNEL_STATE_SOURCE + call!r}, {{}})"
+    return _shipped(_kernel_state, MIME, nonce, preload, MACHINERY + JUDGES, imported, HARMLESS_CALLBACKS)
 
 
 def _proof(nonce: str, imported: dict[str, tuple]) -> str:
