@@ -135,12 +135,20 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         codes = [func.__code__, getattr(inspect.unwrap(func), "__code__", func.__code__)]
         if any(code.co_filename in cells for code in codes):
             return "defined in the notebook"
-        return hashlib.sha256("".join(map(text, codes)).encode()).hexdigest()[:16]
+        summary = hashlib.sha256()
+        for code in codes:
+            add(summary, code)
+        return summary.hexdigest()[:16]
 
-    def text(code):  # not marshal: its bytes depend on reference counts
-        consts = [text(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
-        return repr((code.co_code, code.co_names, code.co_varnames, code.co_filename, code.co_firstlineno,
-                     consts))
+    def add(summary, code):  # not marshal: its bytes depend on reference counts
+        summary.update(code.co_code)  # the bytecode as bytes: its repr would cost most of a report
+        summary.update(repr((len(code.co_code), code.co_names, code.co_varnames, code.co_filename,
+                             code.co_firstlineno, len(code.co_consts))).encode())
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                add(summary, const)
+            else:
+                summary.update(repr(const).encode() + b"\0")
 
     modules, objects = {}, {}
     watched = [n for n in sys.modules if n.split(".")[0] == "lab_utils" and not n.startswith("lab_utils.course")]
