@@ -14,22 +14,27 @@ tell a student's function from a way of reaching the reference. Two checks, used
 While the tripwires are set, the student's function also may not return (or return inside a list,
 tuple, set, dict or a pandas object) a subclass of its own of a built-in type that changes how it
 behaves, nor an object of a class of its own that decides how it compares (a list or an object
-equal to everything would pass every `==` of the tests), nor raise an error whose message is such
-a string; nor run a copy of a reference's code built at run time (`exec(inspect.getsource(reference))`),
-which no cell of the notebook shows, on any thread, nor read the frames of the test that called it
-(every call is watched for both).
+equal to everything would pass every `==` of the tests, or one that says it is of another class),
+nor raise an error whose message is such a string; nor run a copy of a reference's code built at
+run time (`exec(inspect.getsource(reference))`, or its code given a cell's name), which no cell of
+the notebook shows as it compiles, on any thread it starts; nor start another process, where the
+reference runs unwatched; nor read the frames of the test that called it (every call is watched).
 """
 
 from __future__ import annotations
 
+import __future__
 import functools
 import importlib
 import inspect
 import _thread
 import linecache
 import os
+import secrets
 import sys
+import textwrap
 import threading
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -212,8 +217,7 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     functions = {dotted: reference for dotted in references if (reference := _resolve(dotted)) is not None}
     saved: list[tuple[FunctionType, CodeType, object]] = []
     switched: list[tuple[object, str, object]] = []
-    watch = _watch([(reference.__code__, dotted) for dotted, reference in functions.items()], copied,
-                   switched_off, peeked)
+    watch = _watch(list(functions.items()), copied, switched_off, peeked)
     restore_answer = _check_results(func, name, watch)
     try:
         for dotted, reference in functions.items():
@@ -243,7 +247,8 @@ def own_implementation(func, *references: str) -> Iterator[None]:
         raise AssertionError(f"{name} {COPIED} {copied[0]}, built at run time "
                              "from its code or source rather than written in a cell; write your own implementation")
     if switched_off:
-        raise AssertionError(f"{name} {SWITCHED} {switched_off[0]} while it was tested (sys.setprofile); "
+        dotted, means = switched_off[0]
+        raise AssertionError(f"{name} {SWITCHED} {dotted} while it was tested ({means}); "
                              "write your own implementation")
     if peeked:
         raise AssertionError(f"{name} {PEEKED} {peeked[0]} while it was tested: an answer works from its "
@@ -264,7 +269,7 @@ def redefined(value) -> tuple[type, set[str]] | None:
     """(the built-in type, the behaviours of it the notebook redefines) for a value of a notebook's
     subclass of a built-in type that changes how it compares, counts or reads; None for any other."""
     cls = type(value)
-    base = next((b for b in BUILT_IN if isinstance(value, b)), None)
+    base = next((b for b in BUILT_IN if issubclass(cls, b)), None)  # not isinstance(): it believes __class__
     if base is None or cls is base:
         return None
     # (Defining __eq__ sets __hash__ to None: that follows from the change, it is not another; an
@@ -294,7 +299,16 @@ def _made_by_notebook(cls: type) -> bool:
     for part in cls.__qualname__.split("."):
         found = getattr(found, part, None)
     file = getattr(module, "__file__", None)
-    return (found is not cls and "<locals>" not in cls.__qualname__) or (file is not None and not _installed(file))
+    if "<locals>" in cls.__qualname__:  # its name proves nothing (it can be set): where was its code compiled?
+        return any(not _installed(code.co_filename) for code in map(_code_of, vars(cls).values()) if code is not None) \
+            or (file is not None and not _installed(file))
+    return found is not cls or (file is not None and not _installed(file))
+
+
+def _code_of(member) -> CodeType | None:
+    """The code a class's member runs: a function's, a static or class method's, a property's getter."""
+    member = getattr(member, "fget", member)
+    return getattr(getattr(member, "__func__", member), "__code__", None)
 
 
 def pretends(value) -> str | None:
@@ -308,18 +322,28 @@ def pretends(value) -> str | None:
     if changed := own & COMPARING:
         return (f"an object of {type(value).__name__}, a class of the notebook's own, {DECIDES} through "
                 f"{', '.join(sorted(changed))}: return the type the exercise names")
+    if value.__class__ is not type(value):  # isinstance() believes __class__
+        return (f"an object of {type(value).__name__} that says it is a {value.__class__.__name__}, {DECIDES}: "
+                "return the type the exercise names")
     if _equal_to_anything(value):  # one a library made so (unittest.mock.ANY)
         return f"an object of {type(value).__name__} equal to anything, {DECIDES}: return the type the exercise names"
     return None
 
 
 def _equal_to_anything(value) -> bool:
-    """Does `value` say it equals an object nothing should equal?"""
-    stranger = object()
-    try:
-        return (value == stranger) is True or (value != stranger) is False
-    except Exception:  # a comparison that fails is no claim of equality
-        return False
+    """Does `value` say it equals an object nothing should equal (a bare object, one of a class of this
+    module's, a random string or number, a list of a stranger)?"""
+    for stranger in (object(), _Stranger(), secrets.token_hex(8), secrets.randbits(60) + 0.5, [_Stranger()]):
+        try:
+            if (value == stranger) is True or (value != stranger) is False:
+                return True
+        except Exception:  # a comparison that fails is no claim of equality
+            continue
+    return False
+
+
+class _Stranger:
+    """Equal to nothing but itself."""
 
 
 def _parts(value, depth: int = 0) -> Iterator:
@@ -327,12 +351,12 @@ def _parts(value, depth: int = 0) -> Iterator:
     yield value
     if depth == 3:
         return
-    pandas = sys.modules.get("pandas")
-    if isinstance(value, dict):
+    pandas, kind = sys.modules.get("pandas"), type(value)  # not isinstance(): it believes __class__
+    if issubclass(kind, dict):
         children = [*value.keys(), *value.values()]
-    elif isinstance(value, (list, tuple, set, frozenset)):
+    elif issubclass(kind, (list, tuple, set, frozenset)):
         children = list(value)
-    elif pandas is not None and isinstance(value, (pandas.DataFrame, pandas.Series, pandas.Index)):
+    elif pandas is not None and issubclass(kind, (pandas.DataFrame, pandas.Series, pandas.Index)):
         frame = value.to_frame() if isinstance(value, (pandas.Series, pandas.Index)) else value
         children = [*frame.index[:PARTS], *frame.columns[:PARTS],
                     *(v for column in frame.columns if frame[column].dtype == object for v in frame[column][:PARTS])]
@@ -348,6 +372,51 @@ def _notebook_cells() -> set[str]:
     return set(getattr(getattr(shell, "compile", None), "_filename_map", ()))
 
 
+def _written_in_its_cell(code: CodeType, cells: set[str]) -> bool:
+    """Whether `code` is what the text of the cell it names compiles to, not code built at run time
+    and given a cell's name (`code.replace(co_filename=...)`, `compile(source, cell_name, ...)`)."""
+    if code.co_filename not in cells or code.co_filename not in linecache.cache:
+        return False
+    return (code.co_name, code.co_firstlineno, _shape(code)) in _compiled_from(
+        code.co_filename, "".join(linecache.cache[code.co_filename][2]))
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled_from(filename: str, source: str) -> frozenset:
+    """(name, first line, shape) of every code object `source` compiles to, with and without
+    `from __future__ import annotations` (a cell compiles under the futures earlier cells imported)."""
+    found = set()
+    for codes in _compiled(source, filename):
+        found.update((code.co_name, code.co_firstlineno, _shape(code)) for code in codes)
+    return frozenset(found)
+
+
+def _compiled(source: str, filename: str) -> Iterator[list[CodeType]]:
+    """Every code object of `source`, compiled with and without `from __future__ import annotations`."""
+    for flags in (0, __future__.annotations.compiler_flag):
+        try:
+            stack, codes = [compile(source, filename, "exec", flags=flags, dont_inherit=True)], []
+        except SyntaxError:  # IPython's syntax (a magic) the cell was transformed from: compiled as it was
+            continue
+        while stack:
+            codes.append(stack.pop())
+            stack += [c for c in codes[-1].co_consts if isinstance(c, CodeType)]
+        yield codes
+
+
+def _copy_shapes(reference: FunctionType) -> set[tuple]:
+    """The shapes a copy of `reference` compiled from its source can have (with or without the
+    annotations future its module may import), and its code's own."""
+    shapes = {_shape(reference.__code__)}
+    try:
+        source = textwrap.dedent(inspect.getsource(reference))
+    except (OSError, TypeError):
+        return shapes
+    for codes in _compiled(source, "<copy>"):
+        shapes.update(_shape(c) for c in codes if c.co_name == reference.__code__.co_name)
+    return shapes
+
+
 def _shape(code: CodeType) -> tuple:
     """What a copy of `code` compiled anywhere shares with it: not its file nor its line numbers."""
     consts = tuple(_shape(c) if isinstance(c, CodeType) else repr(c) for c in code.co_consts)
@@ -359,31 +428,52 @@ def _installed(file: str) -> bool:
     return os.path.realpath(file).startswith(INSTALLED) and os.path.isfile(file)
 
 
-def _watch(references: list[tuple[CodeType, str]], copied: list, switched_off: list, peeked: list):
-    """A profile function that notes (in `copied`) each run of a reference's code that is not in a
-    cell of the notebook: while the tripwires are set, that is a copy of it (its code object taken,
-    or its source compiled again), never the reference itself; (in `switched_off`) a call that would
-    replace it or start a thread without it, from code other than this module's and threading's; and
-    (in `peeked`) the code that called the answer read from code that is not installed."""
-    shapes = {_shape(code): dotted for code, dotted in references}
-    first_ops = {code.co_code for code, _ in references}  # a quick test before the whole shape
+def _builtin(dotted: str):
+    """A function of a built-in module by its dotted name; None where this system has none (Windows: no fork)."""
+    module, _, name = dotted.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
+
+
+# What runs code out of the watch's sight: another process (a forked child runs the reference's code
+# put back) or the watch itself switched off.
+OUT_OF_SIGHT = {found: dotted for dotted in ("os.fork", "os.forkpty", "os.system", "os.posix_spawn", "os.posix_spawnp",
+                                         "os.execv", "os.execve", "_posixsubprocess.fork_exec", "_winapi.CreateProcess")
+                if (found := _builtin(dotted)) is not None}
+# Functions that hand over the frames of the code that called them.
+FRAME_READERS = {f.__code__: f"{f.__module__}.{f.__qualname__}" for f in (
+    inspect.currentframe, inspect.stack, inspect.getouterframes, inspect.trace, traceback.walk_stack,
+    traceback.extract_stack, traceback.format_stack, traceback.print_stack, traceback.StackSummary.extract.__func__)}
+
+
+def _watch(references: list[tuple[str, FunctionType]], copied: list, switched_off: list, peeked: list):
+    """A profile function that notes (in `copied`) each run of a reference's code, or of a copy of its
+    source compiled again, that is not in a cell of the notebook as the cell's text compiles: while the
+    tripwires are set, that is a copy of it, never the reference itself; (in `switched_off`) a call
+    that would replace the watch, start a thread without it or start another process, from code
+    other than this module's and threading's; and (in `peeked`) the code that called the answer read
+    from code that is not installed."""
+    shapes = {shape: dotted for dotted, reference in references for shape in _copy_shapes(reference)}
+    first_ops = {shape[0] for shape in shapes}  # a quick test before the whole shape
     cells = _notebook_cells()
-    label = references[0][1] if references else "lab_utils"
-    frame_readers = {inspect.currentframe.__code__: "inspect.currentframe", inspect.stack.__code__: "inspect.stack",
-                     inspect.getouterframes.__code__: "inspect.getouterframes", inspect.trace.__code__: "inspect.trace"}
+    label = references[0][0] if references else "lab_utils"
+    setting = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
+               _thread.start_new_thread: "a thread started without it", **OUT_OF_SIGHT}
 
     def watch(frame, event, arg):
         code = frame.f_code
         if event == "c_call" and code.co_filename not in (__file__, threading.__file__):
-            if arg in (sys.setprofile, threading.setprofile, _thread.start_new_thread):
-                switched_off.append(label)
-            elif arg is sys._getframe and not _installed(code.co_filename):
-                peeked.append("sys._getframe")
-        if event == "call" and code in frame_readers and not _installed(frame.f_back.f_code.co_filename):
-            peeked.append(frame_readers[code])
-        if event == "call" and code.co_code in first_ops and code.co_filename not in cells:
-            if (dotted := shapes.get(_shape(code))) is not None:
-                copied.append(dotted)
+            if (means := setting.get(arg)) is not None:
+                switched_off.append((label, means))
+            elif arg in (sys._getframe, sys._current_frames) and not _installed(code.co_filename):
+                peeked.append(f"sys.{arg.__name__}")
+        if event == "call" and code in FRAME_READERS and not _installed(frame.f_back.f_code.co_filename):
+            peeked.append(FRAME_READERS[code])
+        if event == "call" and code.co_code in first_ops and (dotted := shapes.get(_shape(code))) is not None \
+                and not _written_in_its_cell(code, cells):
+            copied.append(dotted)
 
     return watch
 
@@ -414,7 +504,7 @@ def _check_results(func: FunctionType, name: str, watch):
         finally:
             sys.setprofile(before)
             threading.setprofile(threads_before)
-        for part in _parts(result):
+        for part in reversed(list(_parts(result))):  # what a container holds first: it decides the container's ==
             if (why := pretends(part)) is not None:
                 raise AssertionError(f"{name} returned {why}")
         return result

@@ -74,6 +74,9 @@ MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.c
 # What the test cells judge with: patching it (pandas.testing.assert_frame_equal = a no-op) passes tests.
 # (pandas.api.types is left out: watching it, the fork-bomb test's kernels failed, for a reason not found yet.)
 JUDGES = ("math", "pandas.testing")
+# What lab_utils.grading judges an answer with: patched (sys.setprofile a no-op, inspect.getattr_static
+# lying about a reference), its checks would pass a copy of the reference.
+TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceback", "importlib", "secrets")
 
 
 def _refuse_audit_hooks() -> None:
@@ -168,9 +171,16 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
                         member = getattr(member, "__func__", member)
                         if isinstance(member, types.FunctionType):
                             objects[f"{name}.{key}.{attr}"] = digest(member)
-    for key, value in vars(builtins).items():
-        if callable(value):
-            objects[f"builtins.{key}"] = describe(value)
+    for module in (builtins, sys):
+        for key, value in vars(module).items():
+            if callable(value):
+                objects[f"{module.__name__}.{key}"] = describe(value)
+    # The grader's own settings (which results pretend, which files are installed): data, not code.
+    grading = sys.modules.get("lab_utils.grading")
+    for key, value in (vars(grading) if grading else {}).items():
+        if not (key.startswith("__") or isinstance(value, (types.FunctionType, type, types.ModuleType))):
+            content = hashlib.sha256(repr(value).encode()).hexdigest()[:16]
+            objects[f"lab_utils.grading.{key}"] = f"{describe(value)} {content}"
 
     manager, kernel = shell.input_transformer_manager, getattr(shell, "kernel", None)
     harmless = []
@@ -260,7 +270,7 @@ GUARD = _shipped(_refuse_audit_hooks)
 
 
 def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple]) -> str:
-    return _shipped(_kernel_state, MIME, nonce, preload, MACHINERY + JUDGES, imported, HARMLESS_CALLBACKS)
+    return _shipped(_kernel_state, MIME, nonce, preload, MACHINERY + JUDGES + TOOLS, imported, HARMLESS_CALLBACKS)
 
 
 def _proof(nonce: str, imported: dict[str, tuple]) -> str:

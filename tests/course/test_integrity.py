@@ -134,6 +134,12 @@ CHEATS = {
     "traceback formatter replaced": (HIDDEN_FORMATTER, WRONG, "its proof ran from the handling of an error"),
     "kernel exits": ("import os\nos._exit(0)", RIGHT, "the kernel exited before test-double finished"),
     "builtin patched": ("import builtins\nbuiltins.all = lambda items: True", RIGHT, "changed: builtins.all"),
+    # What lab_utils.grading judges with: its tools, the interpreter's hooks, its own settings.
+    "grader's tool patched": ("import inspect\ninspect.getattr_static = lambda *args, **kw: 0", RIGHT,
+                              "inspect.getattr_static was replaced by code defined in the notebook"),
+    "watch switched off": ("import sys\nsys.setprofile = lambda f: None", RIGHT, "changed: sys.setprofile"),
+    "grader's settings changed": ("import lab_utils.grading\nlab_utils.grading.COMPARING.clear()", RIGHT,
+                                  "changed: lab_utils.grading.COMPARING"),
 }
 
 

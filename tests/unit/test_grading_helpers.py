@@ -144,12 +144,16 @@ def test_the_reference_typed_into_a_cell_is_left_to_the_near_copy_check():
         student = shell.user_ns["format_recall"]
         with own_implementation(student, "lab_utils.memory.format_recall"):
             assert student([]) == memory.NOTHING
-        shell.run_cell("import inspect, lab_utils.memory as q\nexec(inspect.getsource(q.format_recall))\n",
-                       store_history=True)
-        student = shell.user_ns["format_recall"]
-        with pytest.raises(AssertionError, match="ran a copy"):
-            with own_implementation(student, "lab_utils.memory.format_recall"):
-                student([])
+        for built in ("exec(inspect.getsource(q.format_recall))",
+                      # given the name of the cell that builds it: a cell's name proves nothing, its text does
+                      "exec(compile(inspect.getsource(q.format_recall), sys._getframe().f_code.co_filename, 'exec'))",
+                      "format_recall = types.FunctionType(q.format_recall.__code__.replace(\n"
+                      "    co_filename=sys._getframe().f_code.co_filename), globals())"):
+            shell.run_cell(f"import inspect, sys, types, lab_utils.memory as q\n{built}\n", store_history=True)
+            student = shell.user_ns["format_recall"]
+            with pytest.raises(AssertionError, match="ran a copy"):
+                with own_implementation(student, "lab_utils.memory.format_recall"):
+                    student([])
     finally:
         InteractiveShell.clear_instance()
 
@@ -195,6 +199,30 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
      f"raised Bad with a str subclass, Says, {DECIDES} through __contains__"),
     ("from unittest.mock import ANY\ndef find_pii(text):\n    return ANY\n",
      f"returned an object of _ANY equal to anything, {DECIDES}"),
+    # The reference's source compiled without its module's `from __future__ import annotations`.
+    ("import inspect\nfrom lab_utils import rules\n_g = dict(vars(rules))\n"
+     "exec(compile(inspect.getsource(rules.find_pii), '<string>', 'exec', dont_inherit=True), _g)\n"
+     "def find_pii(text):\n    return _g['find_pii'](text)\n",
+     "find_pii ran a copy of the lab_utils reference lab_utils.rules.find_pii"),
+    # A class of the notebook's that gives itself a library's name; one that says it is a list.
+    ("class AnyList(list):\n    __module__, __qualname__ = 'json', 'JSONList.<locals>.AnyList'\n"
+     "    def __eq__(self, other):\n        return NotImplemented if type(other) is object else True\n"
+     "def find_pii(text):\n    return AnyList()\n", f"a list subclass, AnyList, {DECIDES} through __eq__"),
+    ("class Match:\n    __module__, __qualname__ = 'json', 'f.<locals>.Match'\n    @property\n"
+     "    def __class__(self):\n        return list\ndef find_pii(text):\n    return Match()\n",
+     f"an object of Match that says it is a list, {DECIDES}"),
+    # Its code compiled under a library's file name: only what it says when compared gives it away.
+    ("import json\nSOURCE = ('class Same:\\n    __qualname__ = \"f.<locals>.Same\"\\n'\n"
+     "          '    def __eq__(self, other):\\n        return type(other) is not object\\n')\n"
+     "exec(compile(SOURCE, json.__file__, 'exec'), g := {'__name__': 'json'})\n"
+     "def find_pii(text):\n    return g['Same']()\n", f"returned an object of Same equal to anything, {DECIDES}"),
+    # The reference run where the watch cannot see it: a forked child, another process.
+    ("import os\ndef find_pii(text):\n    if os.fork() == 0:\n        os._exit(0)\n"
+     "    os.wait()\n    return ['a@b.io']\n",
+     f"find_pii {SWITCHED} lab_utils.rules.find_pii while it was tested (os.fork)"),
+    ("import subprocess, sys\ndef find_pii(text):\n    subprocess.run([sys.executable, '-c', 'pass'])\n"
+     "    return ['a@b.io']\n",
+     f"find_pii {SWITCHED} lab_utils.rules.find_pii while it was tested (_posixsubprocess.fork_exec)"),
     ("import inspect, sys\nfrom lab_utils import rules\n_g = dict(vars(rules))\n"
      "exec(inspect.getsource(rules.find_pii).replace('def find_pii(', 'def _copy('), _g)\n"
      "def find_pii(text):\n    sys.setprofile(None)\n    return _g['_copy'](text)\n",
@@ -204,6 +232,9 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
      f"find_pii {PEEKED} sys._getframe"),
     ("import inspect\ndef find_pii(text):\n    return inspect.stack()[1].frame.f_locals.get('expected', ['a@b.io'])\n",
      f"find_pii {PEEKED} inspect.stack"),
+    ("import traceback\ndef find_pii(text):\n    for frame, _ in traceback.walk_stack(None):\n"
+     "        if 'expected' in frame.f_locals:\n            return frame.f_locals['expected']\n"
+     "    return ['a@b.io']\n", f"find_pii {PEEKED} traceback.walk_stack"),
     ("import threading, types\nfrom lab_utils import rules\n"
      "KEPT = rules.find_pii.__code__, rules.find_pii.__globals__\n"
      "def find_pii(text):\n    out = []\n    copy = types.FunctionType(*KEPT)\n"
