@@ -30,7 +30,6 @@ import inspect
 import _thread
 import linecache
 import os
-import secrets
 import sys
 import textwrap
 import threading
@@ -49,6 +48,9 @@ TAKEN, REACHED, COPIED, SWITCHED = ("is the lab_utils reference", "reached the l
                                     "ran a copy of the lab_utils reference",
                                     "switched off the watch for copies of the lab_utils reference")
 PEEKED = "read the frames of the code that called it through"
+# The audit event through which autograde's hook (lab_utils.course.integrity) hands over the notebook's
+# cells as it sealed them: code that the notebook's cells compile to is the student's to answer for.
+SEALED_CELLS = "lab_utils.grading.sealed_cells"
 # What a test says when an answer's result (or error message) is of a class the notebook made to
 # decide how tests compare it; make grades flags this too.
 DECIDES = "which decides how a test compares it"
@@ -300,7 +302,7 @@ def _made_by_notebook(cls: type) -> bool:
         found = getattr(found, part, None)
     file = getattr(module, "__file__", None)
     if "<locals>" in cls.__qualname__:  # its name proves nothing (it can be set): where was its code compiled?
-        return any(not _installed(code.co_filename) for code in map(_code_of, vars(cls).values()) if code is not None) \
+        return any(not _compiled_from_its_file(code) for code in map(_code_of, vars(cls).values()) if code) \
             or (file is not None and not _installed(file))
     return found is not cls or (file is not None and not _installed(file))
 
@@ -331,19 +333,12 @@ def pretends(value) -> str | None:
 
 
 def _equal_to_anything(value) -> bool:
-    """Does `value` say it equals an object nothing should equal (a bare object, one of a class of this
-    module's, a random string or number, a list of a stranger)?"""
-    for stranger in (object(), _Stranger(), secrets.token_hex(8), secrets.randbits(60) + 0.5, [_Stranger()]):
-        try:
-            if (value == stranger) is True or (value != stranger) is False:
-                return True
-        except Exception:  # a comparison that fails is no claim of equality
-            continue
-    return False
-
-
-class _Stranger:
-    """Equal to nothing but itself."""
+    """Does `value` say it equals an object nothing should equal?"""
+    stranger = object()
+    try:
+        return (value == stranger) is True or (value != stranger) is False
+    except Exception:  # a comparison that fails is no claim of equality
+        return False
 
 
 def _parts(value, depth: int = 0) -> Iterator:
@@ -367,21 +362,46 @@ def _parts(value, depth: int = 0) -> Iterator:
 
 
 def _notebook_cells() -> set[str]:
-    """The file names IPython compiled this kernel's cells as (none outside IPython)."""
+    """The file names IPython compiled this kernel's cells as (none outside IPython), as plain strings:
+    the watch compares them, and a string of the notebook's own class could run code there."""
     shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
-    return set(getattr(getattr(shell, "compile", None), "_filename_map", ()))
+    return {str.__str__(name) for name in getattr(getattr(shell, "compile", None), "_filename_map", ())
+            if issubclass(type(name), str)}
 
 
-def _written_in_its_cell(code: CodeType, cells: set[str]) -> bool:
-    """Whether `code` is what the text of the cell it names compiles to, not code built at run time
-    and given a cell's name (`code.replace(co_filename=...)`, `compile(source, cell_name, ...)`)."""
-    if code.co_filename not in cells or code.co_filename not in linecache.cache:
+def _sealed_cells() -> tuple[str, ...] | None:
+    """The notebook's cells as autograde sealed them, from its audit hook; None elsewhere (Validate)."""
+    box: list = []
+    sys.audit(SEALED_CELLS, box)
+    return box[0] if box and type(box[0]) is tuple else None
+
+
+def _written_in_a_cell(code: CodeType, cells: set[str], sealed: tuple[str, ...] | None) -> bool:
+    """Whether `code` is what a cell of the notebook compiles to: one of the cells autograde sealed, or
+    (Validate) the cell whose name it has, as IPython keeps its text. Not code built at run time and
+    given a cell's name (`code.replace(co_filename=...)`), nor a cell forged into IPython's records."""
+    if sealed is None:
+        if code.co_filename not in cells:
+            return False
+        sealed = ("".join(dict.get(linecache.cache, code.co_filename, (0, None, []))[2]),)
+    signature = (code.co_name, code.co_firstlineno, _shape(code))
+    return any(signature in _compiled_from("<cell>", source) for source in sealed)
+
+
+def _compiled_from_its_file(code: CodeType) -> bool:
+    """Whether `code` is what the installed file it names compiles to, as the file is on disk."""
+    if not _installed(code.co_filename):
         return False
     return (code.co_name, code.co_firstlineno, _shape(code)) in _compiled_from(
-        code.co_filename, "".join(linecache.cache[code.co_filename][2]))
+        code.co_filename, _file_text(code.co_filename))
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)
+def _file_text(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8", errors="replace")
+
+
+@functools.lru_cache(maxsize=1024)
 def _compiled_from(filename: str, source: str) -> frozenset:
     """(name, first line, shape) of every code object `source` compiles to, with and without
     `from __future__ import annotations` (a cell compiles under the futures earlier cells imported)."""
@@ -418,9 +438,22 @@ def _copy_shapes(reference: FunctionType) -> set[tuple]:
 
 
 def _shape(code: CodeType) -> tuple:
-    """What a copy of `code` compiled anywhere shares with it: not its file nor its line numbers."""
-    consts = tuple(_shape(c) if isinstance(c, CodeType) else repr(c) for c in code.co_consts)
-    return code.co_code, code.co_names, code.co_varnames, consts
+    """What a copy of `code` compiled anywhere shares with it: not its file nor its line numbers.
+    It runs inside the watch, so it runs no code of the notebook's (a constant's __repr__ or __hash__
+    could switch the watch off): it reads only constants a compiler makes."""
+    return code.co_code, code.co_names, code.co_varnames, tuple(map(_constant, code.co_consts))
+
+
+def _constant(value) -> object:
+    kind = type(value)
+    if kind is CodeType:
+        return _shape(value)
+    if kind in (tuple, frozenset):  # a frozenset's order is not its contents'
+        parts = tuple(map(str, map(_constant, value)))
+        return kind.__name__, parts if kind is tuple else tuple(sorted(parts))
+    if kind in (str, bytes, int, float, complex, bool, type(None), type(...)):
+        return repr(value)
+    return f"an object put there at run time, #{id(value)}"
 
 
 def _installed(file: str) -> bool:
@@ -442,8 +475,9 @@ def _builtin(dotted: str):
 OUT_OF_SIGHT = {found: dotted for dotted in ("os.fork", "os.forkpty", "os.system", "os.posix_spawn", "os.posix_spawnp",
                                          "os.execv", "os.execve", "_posixsubprocess.fork_exec", "_winapi.CreateProcess")
                 if (found := _builtin(dotted)) is not None}
-# Functions that hand over the frames of the code that called them.
-FRAME_READERS = {f.__code__: f"{f.__module__}.{f.__qualname__}" for f in (
+# Functions that hand over the frames of the code that called them, by their code's id: the watch
+# never hashes a code object, whose constants' __hash__ could be the notebook's.
+FRAME_READERS = {id(f.__code__): f"{f.__module__}.{f.__qualname__}" for f in (
     inspect.currentframe, inspect.stack, inspect.getouterframes, inspect.trace, traceback.walk_stack,
     traceback.extract_stack, traceback.format_stack, traceback.print_stack, traceback.StackSummary.extract.__func__)}
 
@@ -457,7 +491,7 @@ def _watch(references: list[tuple[str, FunctionType]], copied: list, switched_of
     from code that is not installed."""
     shapes = {shape: dotted for dotted, reference in references for shape in _copy_shapes(reference)}
     first_ops = {shape[0] for shape in shapes}  # a quick test before the whole shape
-    cells = _notebook_cells()
+    cells, sealed = _notebook_cells(), _sealed_cells()
     label = references[0][0] if references else "lab_utils"
     setting = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
                _thread.start_new_thread: "a thread started without it", **OUT_OF_SIGHT}
@@ -469,10 +503,10 @@ def _watch(references: list[tuple[str, FunctionType]], copied: list, switched_of
                 switched_off.append((label, means))
             elif arg in (sys._getframe, sys._current_frames) and not _installed(code.co_filename):
                 peeked.append(f"sys.{arg.__name__}")
-        if event == "call" and code in FRAME_READERS and not _installed(frame.f_back.f_code.co_filename):
-            peeked.append(FRAME_READERS[code])
+        if event == "call" and id(code) in FRAME_READERS and not _installed(frame.f_back.f_code.co_filename):
+            peeked.append(FRAME_READERS[id(code)])
         if event == "call" and code.co_code in first_ops and (dotted := shapes.get(_shape(code))) is not None \
-                and not _written_in_its_cell(code, cells):
+                and not _written_in_a_cell(code, cells, sealed):
             copied.append(dotted)
 
     return watch

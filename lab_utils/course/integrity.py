@@ -53,7 +53,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets.config import Config
 
-from lab_utils.grading import COPIED, DECIDES, PACKAGE_DIR, PEEKED, REACHED, SWITCHED, TAKEN
+from lab_utils.grading import COPIED, DECIDES, PACKAGE_DIR, PEEKED, REACHED, SEALED_CELLS, SWITCHED, TAKEN
 
 MIME = "application/vnd.agent-memory-lab.integrity+json"
 KEY = "lab_integrity"  # notebook metadata (between nbgrader's two passes) and resources
@@ -79,12 +79,13 @@ JUDGES = ("math", "pandas.testing")
 TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceback", "importlib", "secrets")
 
 
-def _refuse_audit_hooks() -> None:
-    """Add an audit hook that refuses any later one, any change to itself, and Python's test modules.
+def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
+    """Add an audit hook that refuses any later one, any change to itself, and Python's test modules,
+    and hands the notebook's `cells` as sealed to lab_utils.grading when it raises the event `asked`.
     Runs inside the kernel before the notebook's first cell, shipped as source: self-contained."""
     import sys
 
-    def refuse(event, args, me=None):
+    def refuse(event, args, me=None, asked=None, cells=()):
         # An audit hook sees each statement's syntax tree before it is compiled and could rewrite it
         # (drop a test's asserts); once added, none can be removed. The C API's test modules can
         # change how Python compiles (_testinternalcapi.set_config: asserts compiled away). Raising
@@ -95,8 +96,10 @@ def _refuse_audit_hooks() -> None:
             {}["while a notebook is graded, no audit hook may be added, nor the grader's changed"]
         if event == "import" and args[0] in ("_testinternalcapi", "_testcapi"):
             {}["while a notebook is graded, Python's test modules cannot be imported"]
+        if event == asked:  # out of the notebook's reach: a record of IPython's could be forged
+            args[0].append(cells)
 
-    refuse.__defaults__ = (refuse,)
+    refuse.__defaults__ = (refuse, asked, cells)
     sys.addaudithook(refuse)
 
 
@@ -171,10 +174,12 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
                         member = getattr(member, "__func__", member)
                         if isinstance(member, types.FunctionType):
                             objects[f"{name}.{key}.{attr}"] = digest(member)
-    for module in (builtins, sys):
-        for key, value in vars(module).items():
-            if callable(value):
-                objects[f"{module.__name__}.{key}"] = describe(value)
+    for key, value in vars(builtins).items():
+        if callable(value):
+            objects[f"builtins.{key}"] = describe(value)
+    for key, value in vars(sys).items():  # its functions (setprofile...), not what a cell's error leaves (last_type)
+        if isinstance(value, types.BuiltinFunctionType):
+            objects[f"sys.{key}"] = describe(value)
     # The grader's own settings (which results pretend, which files are installed): data, not code.
     grading = sys.modules.get("lab_utils.grading")
     for key, value in (vars(grading) if grading else {}).items():
@@ -266,7 +271,10 @@ def _shipped(func, *args) -> str:
     return f"exec({_source(func) + func.__name__ + repr(args)!r}, {{}})"
 
 
-GUARD = _shipped(_refuse_audit_hooks)
+def _guard(nb) -> str:
+    """The grader's first line: its audit hook, holding the notebook's code cells as IPython will run them."""
+    cells = tuple(TransformerManager().transform_cell(c.source) for c in nb.cells if c.cell_type == "code")
+    return _shipped(_refuse_audit_hooks, SEALED_CELLS, cells)
 
 
 def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple]) -> str:
@@ -414,7 +422,7 @@ class Seal(NbGraderPreprocessor):
                 seal = {"nonce": secrets.token_hex(16), "source": cell.source, "imported": uses}
                 sealed[_meta(cell)["grade_id"]] = seal
                 cell.source += _proof(seal["nonce"], uses)
-        nb.cells.insert(0, nbformat.v4.new_code_cell(f"{GUARD}\n{_report_call('', _preload(nb), {})}"))
+        nb.cells.insert(0, nbformat.v4.new_code_cell(f"{_guard(nb)}\n{_report_call('', _preload(nb), {})}"))
         nb.cells.append(nbformat.v4.new_code_cell(_report_call("", [], {})))
         resources[KEY] = {"sealed": sealed, "died_at": None, "how": None}
         return nb, resources

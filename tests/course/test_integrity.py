@@ -448,3 +448,37 @@ def test_python_files_handed_in_cost_every_point(course):
     assert all(f.endswith("could run in place of the course's (ipykernel_launcher.py): no test cell can be "
                           "trusted; review it by hand")
                for f in found[1:])
+
+
+def test_errors_of_other_kinds_before_a_passing_test_change_nothing(tmp_path):
+    """A stub's NotImplementedError, then a wrong answer's error, then a test that passes: what an
+    error leaves in `sys` (sys.last_type) is not the grader's to judge."""
+    nb = exercise(RIGHT)
+    test = nb.cells.pop()
+    again = new_code_cell(test.source, metadata={"nbgrader": {**test.metadata["nbgrader"], "grade_id": "test-again"}})
+    nb.cells += [new_code_cell("raise NotImplementedError('a stub')"), test, new_code_cell("raise KeyError('wrong')"),
+                 again]
+    cell, found = run_sealed(nb, tmp_path)
+    assert errors(cell) == [] and found == []
+
+
+FORGED_CELL = """import inspect, linecache, lab_utils.memory as q
+from lab_utils.grading import own_implementation
+from lab_utils.memory import Memory, NOTHING
+source = inspect.getsource(q.format_recall)
+name = "/tmp/ipykernel_0/4242424242.py"
+get_ipython().compile._filename_map[name] = 4242
+linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+exec(compile(source, name, "exec", dont_inherit=True))
+"""
+
+
+def test_a_cell_forged_into_ipythons_records_is_no_cell_of_the_notebook(tmp_path):
+    """The reference compiled under a cell's name that IPython's records were made to show: autograde
+    knows the notebook's cells from its own audit hook, where no cell can forge one."""
+    nb = exercise(FORGED_CELL)
+    nb.cells[-1].source = ("with own_implementation(format_recall, 'lab_utils.memory.format_recall'):\n"
+                           "    assert format_recall([]) == NOTHING")
+    cell, _ = run_sealed(nb, tmp_path)
+    assert any("ran a copy of the lab_utils reference lab_utils.memory.format_recall" in e for e in errors(cell)), \
+        errors(cell)

@@ -204,6 +204,13 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
      "exec(compile(inspect.getsource(rules.find_pii), '<string>', 'exec', dont_inherit=True), _g)\n"
      "def find_pii(text):\n    return _g['find_pii'](text)\n",
      "find_pii ran a copy of the lab_utils reference lab_utils.rules.find_pii"),
+    # A constant whose __hash__ or __repr__ would switch the watch off, were the watch to call them.
+    ("import sys, types\nfrom lab_utils import rules\nclass Off:\n    def __hash__(self):\n"
+     "        sys.setprofile(None)\n        return 7\n    __repr__ = lambda self: hash(self) and 'off'\n"
+     "_copy = types.FunctionType(rules.find_pii.__code__, vars(rules), 'helper')\n"
+     "def find_pii(text):\n    return _copy(text)\n"
+     "find_pii.__code__ = find_pii.__code__.replace(co_consts=find_pii.__code__.co_consts + (Off(),))\n",
+     "find_pii ran a copy of the lab_utils reference lab_utils.rules.find_pii"),
     # A class of the notebook's that gives itself a library's name; one that says it is a list.
     ("class AnyList(list):\n    __module__, __qualname__ = 'json', 'JSONList.<locals>.AnyList'\n"
      "    def __eq__(self, other):\n        return NotImplemented if type(other) is object else True\n"
@@ -211,11 +218,12 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
     ("class Match:\n    __module__, __qualname__ = 'json', 'f.<locals>.Match'\n    @property\n"
      "    def __class__(self):\n        return list\ndef find_pii(text):\n    return Match()\n",
      f"an object of Match that says it is a list, {DECIDES}"),
-    # Its code compiled under a library's file name: only what it says when compared gives it away.
+    # Its code compiled under a library's file name, which on disk does not compile to it.
     ("import json\nSOURCE = ('class Same:\\n    __qualname__ = \"f.<locals>.Same\"\\n'\n"
      "          '    def __eq__(self, other):\\n        return type(other) is not object\\n')\n"
      "exec(compile(SOURCE, json.__file__, 'exec'), g := {'__name__': 'json'})\n"
-     "def find_pii(text):\n    return g['Same']()\n", f"returned an object of Same equal to anything, {DECIDES}"),
+     "def find_pii(text):\n    return g['Same']()\n",
+     f"returned an object of Same, a class of the notebook's own, {DECIDES} through __eq__"),
     # The reference run where the watch cannot see it: a forked child, another process.
     ("import os\ndef find_pii(text):\n    if os.fork() == 0:\n        os._exit(0)\n"
      "    os.wait()\n    return ['a@b.io']\n",
