@@ -384,16 +384,14 @@ def _written_in_a_cell(code: CodeType, cells: set[str], sealed: tuple[str, ...] 
         if code.co_filename not in cells:
             return False
         sealed = ("".join(dict.get(linecache.cache, code.co_filename, (0, None, []))[2]),)
-    signature = (code.co_name, code.co_firstlineno, _shape(code))
-    return any(signature in _compiled_from("<cell>", source) for source in sealed)
+    return any(_signature(code) in _compiled_from("<cell>", source) for source in sealed)
 
 
 def _compiled_from_its_file(code: CodeType) -> bool:
     """Whether `code` is what the installed file it names compiles to, as the file is on disk."""
     if not _installed(code.co_filename):
         return False
-    return (code.co_name, code.co_firstlineno, _shape(code)) in _compiled_from(
-        code.co_filename, _file_text(code.co_filename))
+    return _signature(code) in _compiled_from(code.co_filename, _file_text(code.co_filename))
 
 
 @functools.lru_cache(maxsize=64)
@@ -405,10 +403,7 @@ def _file_text(path: str) -> str:
 def _compiled_from(filename: str, source: str) -> frozenset:
     """(name, first line, shape) of every code object `source` compiles to, with and without
     `from __future__ import annotations` (a cell compiles under the futures earlier cells imported)."""
-    found = set()
-    for codes in _compiled(source, filename):
-        found.update((code.co_name, code.co_firstlineno, _shape(code)) for code in codes)
-    return frozenset(found)
+    return frozenset(_signature(code) for codes in _compiled(source, filename) for code in codes)
 
 
 def _compiled(source: str, filename: str) -> Iterator[list[CodeType]]:
@@ -416,7 +411,7 @@ def _compiled(source: str, filename: str) -> Iterator[list[CodeType]]:
     for flags in (0, __future__.annotations.compiler_flag):
         try:
             stack, codes = [compile(source, filename, "exec", flags=flags, dont_inherit=True)], []
-        except SyntaxError:  # IPython's syntax (a magic) the cell was transformed from: compiled as it was
+        except SyntaxError:  # a cell with a syntax error defines nothing
             continue
         while stack:
             codes.append(stack.pop())
@@ -435,6 +430,11 @@ def _copy_shapes(reference: FunctionType) -> set[tuple]:
     for codes in _compiled(source, "<copy>"):
         shapes.update(_shape(c) for c in codes if c.co_name == reference.__code__.co_name)
     return shapes
+
+
+def _signature(code: CodeType) -> tuple:
+    """Where `code` starts in the text it was compiled from, and its shape."""
+    return code.co_name, code.co_firstlineno, _shape(code)
 
 
 def _shape(code: CodeType) -> tuple:

@@ -14,8 +14,9 @@ a fake module in sys.modules, a kernel that exits early or stops answering.
   back (a renamed cell becomes a plain cell, so nbgrader restores the released one instead of
   crashing); notes Python files handed in with the notebook, which a kernel started in that folder
   could import in place of the course's own;
-- `Seal`, before execution: a first cell adds an audit hook that refuses any other
-  (`_refuse_audit_hooks`) and reports the kernel's state (`_kernel_state`), each graded test cell
+- `Seal`, before execution: a first cell adds an audit hook that refuses any other and holds the
+  notebook's cells for lab_utils.grading (`_refuse_audit_hooks`), and reports the kernel's state
+  (`_kernel_state`), each graded test cell
   gets a last line with a fresh nonce that reports it again, and a last cell reports it once more;
 - `Verify`, after execution: a test cell that passed without a sound report (its nonce, the code
   that ran equal to the released code, run by IPython as the cell's last statement, on the main
@@ -76,7 +77,7 @@ MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.c
 JUDGES = ("math", "pandas.testing")
 # What lab_utils.grading judges an answer with: patched (sys.setprofile a no-op, inspect.getattr_static
 # lying about a reference), its checks would pass a copy of the reference.
-TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceback", "importlib", "secrets")
+TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceback", "importlib")
 
 
 def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
