@@ -7,11 +7,12 @@ command loads it with traitlets, as the bare `nbgrader` command does, so they al
 
 from __future__ import annotations
 
-import os
-import sys
+import functools
 from pathlib import Path
 
+import nbgrader.api
 from nbgrader.api import Gradebook
+from nbgrader.dbutil import ALEMBIC_DIR
 from nbgrader.apps import NbGraderAPI
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
@@ -66,7 +67,6 @@ def load(root: Path = ROOT) -> Config:
 
 def api(root: Path = ROOT, config: Config | None = None) -> NbGraderAPI:
     """nbgrader's API with the course's configuration (`config`: extra settings on top of it)."""
-    _scripts_on_path()
     settings = load(root)
     if config is not None:
         settings.merge(config)
@@ -74,16 +74,28 @@ def api(root: Path = ROOT, config: Config | None = None) -> NbGraderAPI:
 
 
 def gradebook(root: Path = ROOT) -> Gradebook:
-    _scripts_on_path()
     return Gradebook(gradebook_url(root))
 
 
-def _scripts_on_path() -> None:
-    """nbgrader runs the `alembic` command of its own environment when it creates a gradebook;
-    put that environment first on PATH even when it was not activated."""
-    scripts = str(Path(sys.executable).parent)
-    if os.environ.get("PATH", "").split(os.pathsep)[0] != scripts:
-        os.environ["PATH"] = os.pathsep.join([scripts, os.environ.get("PATH", "")])
+@functools.cache
+def schema_revision() -> str:
+    """The revision nbgrader stamps a new gradebook with: the head of its migrations.
+
+    nbgrader asks the `alembic heads` command, a process of its own that takes about a second and
+    fails unless the environment's scripts are on PATH; alembic's API gives the same answer here.
+    """
+    # Imported here: a tenth of a second that only a command creating a gradebook needs.
+    from alembic.config import Config as AlembicConfig
+    from alembic.script import ScriptDirectory
+
+    settings = AlembicConfig()
+    settings.set_main_option("script_location", ALEMBIC_DIR)
+    return ScriptDirectory.from_config(settings).get_current_head()
+
+
+# Every process that loads the course's configuration (the course commands, the bare `nbgrader`
+# command through nbgrader_config.py) creates gradebooks through this.
+nbgrader.api.get_alembic_version = schema_revision
 
 
 def lesson_names(root: Path = ROOT) -> list[str]:

@@ -1,15 +1,17 @@
 """The course commands on a fresh clone, and the configuration every one of them reads."""
 
 import shutil
+import sqlite3
 import subprocess
 
 import pandas as pd
 import pytest
+from nbgrader.dbutil import write_alembic_ini
 
 from coursetools import NBGRADER, course_cli, new_course
 from lab_utils.course import sandbox
 from lab_utils.course.__main__ import main
-from lab_utils.course.config import load
+from lab_utils.course.config import gradebook, load, schema_revision
 from lab_utils.course.export import canvas_table
 from lab_utils.paths import ROOT
 from nbtools import LESSONS
@@ -50,6 +52,18 @@ def test_settings_added_to_nbgrader_config_win(tmp_path):
     assert settings.Sandbox.memory_mb == 512
     assert settings.CourseDirectory.root == str(tmp_path)
     assert settings.CourseDirectory.source_directory == "solutions"
+
+
+def test_a_new_gradebook_carries_the_revision_alembic_heads_names(tmp_path, monkeypatch):
+    ini = tmp_path / "alembic.ini"  # as nbgrader writes it before it runs `alembic heads`
+    write_alembic_ini(str(ini), f"sqlite:///{tmp_path / 'unused.db'}")
+    heads = subprocess.run([NBGRADER.with_name("alembic"), "-c", ini, "heads"], capture_output=True, text=True,
+                           check=True).stdout
+    assert heads.split() == [schema_revision(), "(head)"], "nbgrader stamps the first line's revision"
+    monkeypatch.setenv("PATH", "")  # nothing to run: the revision must come from alembic's API
+    gradebook(tmp_path).close()
+    with sqlite3.connect(tmp_path / "gradebook.db") as db:
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(schema_revision(),)]
 
 
 def test_nbgrader_export_writes_the_canvas_file(tmp_path):
