@@ -419,9 +419,21 @@ def _compiled(source: str, filename: str) -> Iterator[list[CodeType]]:
         yield codes
 
 
-def _copy_shapes(reference: FunctionType) -> set[tuple]:
+def _copy_shapes(reference: FunctionType) -> frozenset:
     """The shapes a copy of `reference` compiled from its source can have (with or without the
-    annotations future its module may import), and its code's own."""
+    annotations future its module may import), and its code's own: worked out once per code object,
+    since compiling the source again at every test cost more than most tests."""
+    code = reference.__code__
+    made_from, shapes = _shapes_cached(reference, id(code))  # by id: hashing code would hash its constants
+    return shapes if made_from is code else frozenset(_shapes_of(reference))
+
+
+@functools.lru_cache(maxsize=256)  # an lru_cache holds only what it computed: nothing can be slipped in
+def _shapes_cached(reference: FunctionType, code_id: int) -> tuple[CodeType, frozenset]:
+    return reference.__code__, frozenset(_shapes_of(reference))
+
+
+def _shapes_of(reference: FunctionType) -> set[tuple]:
     shapes = {_shape(reference.__code__)}
     try:
         source = textwrap.dedent(inspect.getsource(reference))
@@ -495,19 +507,25 @@ def _watch(references: list[tuple[str, FunctionType]], copied: list, switched_of
     label = references[0][0] if references else "lab_utils"
     setting = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
                _thread.start_new_thread: "a thread started without it", **OUT_OF_SIGHT}
+    # Built-in functions, which hash and compare by identity: a lookup runs no code of the notebook's.
+    noted = {*setting, sys._getframe, sys._current_frames}
 
     def watch(frame, event, arg):
-        code = frame.f_code
-        if event == "c_call" and code.co_filename not in (__file__, threading.__file__):
+        # Runs for every call and return while a test calls an answer, so the common case is quick:
+        # a return, or a built-in call of none of `noted`, costs two comparisons and a set lookup.
+        if event == "call":
+            code = frame.f_code
+            if id(code) in FRAME_READERS and not _installed(frame.f_back.f_code.co_filename):
+                peeked.append(FRAME_READERS[id(code)])
+            if code.co_code in first_ops and (dotted := shapes.get(_shape(code))) is not None \
+                    and not _written_in_a_cell(code, cells, sealed):
+                copied.append(dotted)
+        elif event == "c_call" and arg in noted and (file := frame.f_code.co_filename) not in (__file__,
+                                                                                          threading.__file__):
             if (means := setting.get(arg)) is not None:
                 switched_off.append((label, means))
-            elif arg in (sys._getframe, sys._current_frames) and not _installed(code.co_filename):
+            elif not _installed(file):
                 peeked.append(f"sys.{arg.__name__}")
-        if event == "call" and id(code) in FRAME_READERS and not _installed(frame.f_back.f_code.co_filename):
-            peeked.append(FRAME_READERS[id(code)])
-        if event == "call" and code.co_code in first_ops and (dotted := shapes.get(_shape(code))) is not None \
-                and not _written_in_a_cell(code, cells, sealed):
-            copied.append(dotted)
 
     return watch
 
