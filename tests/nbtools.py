@@ -27,6 +27,10 @@ FIXTURES = ROOT / "tests" / "fixtures"
 # Outputs are all in once the last cell ran: kill the kernel rather than wait (about a second)
 # for its interpreter to tear a lesson's imports down.
 SHUTDOWN = "immediate"
+# Tracebacks in IPython's plain form where tests read only each error's name and message: the default
+# form looks up the module of every frame among the thousands a lesson imports, which took about a
+# sixth of the solutions' runs with every fixture answer tried in them.
+PLAIN_TRACEBACKS = ["--InteractiveShell.xmode=Plain"]
 
 
 class UnixSocketKernelManager(AsyncKernelManager):
@@ -194,6 +198,7 @@ class Kernel:
         self.nb = nb
         self.client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
                                      shutdown_kernel=SHUTDOWN, interrupt_on_timeout=True,
+                                     extra_arguments=PLAIN_TRACEBACKS,
                                      kernel_manager_class=UnixSocketKernelManager,
                                      error_on_timeout={"ename": "CellTimeoutError", "evalue": "timed out",
                                                        "traceback": [f"the cell ran over {timeout} s"]},

@@ -24,7 +24,7 @@ from labtools import (ARTIFACTS, CHROMIUM, NOTEBOOK, PROMPTS, STUDENT_CONFIG, TI
 def chromium() -> Path:
     if CHROMIUM.exists():
         return CHROMIUM
-    reason = f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)"
+    reason = f"{CHROMIUM} is missing: apt-get install chromium-headless-shell (.ci/run does)"
     if os.environ.get("CI") == "true":
         pytest.fail(reason)
     pytest.skip(reason)

@@ -14,8 +14,10 @@ from pathlib import Path
 
 from lab_utils.paths import ROOT
 
-# Debian's; Playwright's own browser download does not work here.
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's Chromium as the headless shell, which Playwright runs by default: the same engine, and the
+# full browser took half as much CPU time again for these tests. Playwright's own download does not
+# work here.
+CHROMIUM = Path("/usr/bin/chromium-headless-shell")
 STUDENT_CONFIG = ROOT / "jupyter_config"  # what `make lab` uses and postBuild installs on Binder
 ARTIFACTS = ROOT / "artifacts" / "browser"  # git-ignored: a screenshot per lesson, timings.json
 NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook in front
