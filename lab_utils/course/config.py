@@ -12,8 +12,8 @@ from pathlib import Path
 
 import nbgrader.api
 from nbgrader.api import Gradebook
-from nbgrader.dbutil import ALEMBIC_DIR
 from nbgrader.apps import NbGraderAPI
+from nbgrader.dbutil import ALEMBIC_DIR
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
