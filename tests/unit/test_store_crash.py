@@ -34,14 +34,17 @@ with open(sys.argv[1], "ab", buffering=0) as f:
         time.sleep(0.002)
 """
 
+# Rewrites with a few appends between them, so that most kills land in a rewrite: an in-place
+# rewrite instead of an atomic one failed this test in each of six runs.
 REWRITE = """
 import sys
 from lab_utils.memory import MemoryStore
 store = MemoryStore(sys.argv[1])
+print("rewriting", flush=True)
 while True:
     keep = [m for m in store.items if m.source != "drop"]
     store._rewrite(keep)
-    for i in range(50):
+    for i in range(5):
         store._append("episode", f"drop {i} " + "z" * 300, "drop")
 """
 
@@ -117,9 +120,10 @@ def test_a_killed_rewrite_leaves_the_old_file_or_the_new_one(tmp_path):
     store = MemoryStore(path)
     for i in range(300):
         store.remember_raw(f"keep {i}", "keep")
-    for _ in range(15):
+    for _ in range(30):
         rewriter = spawn(REWRITE, path)
-        time.sleep(rng.uniform(0.4, 0.8))  # past the start-up, into the rewrite loop
+        rewriter.stdout.readline()  # in the loop now; a round takes milliseconds: kill it a few rounds in
+        time.sleep(rng.uniform(0, 0.05))
         rewriter.send_signal(signal.SIGKILL)
         rewriter.wait()
         store, torn = load(path)
