@@ -188,7 +188,7 @@ class MemoryStore:
         return m
 
     def _rewrite(self, keep: list[Memory]) -> int:
-        """Replace the file by `keep`, atomically; returns how many memories left."""
+        """Replace the file by `keep`, atomically; returns how many memories it removed."""
         with self._locked():
             self._read_new_lines()
             keep_ids = {m.id for m in keep}

@@ -304,5 +304,5 @@ def remember(store: MemoryStore, text: str, kind: str, source: str, verified: bo
 
 
 def forget_source(store: MemoryStore, source: str) -> int:
-    """Remove every memory that came from `source`; returns how many left. Atomic."""
+    """Remove every memory that came from `source`; returns how many it removed. Atomic."""
     return store._rewrite([m for m in store.items if m.source != source])
