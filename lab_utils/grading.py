@@ -483,9 +483,12 @@ def _builtin(dotted: str):
 
 
 # What runs code out of the watch's sight: another process (a forked child runs the reference's code
-# put back) or the watch itself switched off.
+# put back), another interpreter in this process (its own profile function: none), or the watch itself
+# switched off.
 OUT_OF_SIGHT = {found: dotted for dotted in ("os.fork", "os.forkpty", "os.system", "os.posix_spawn", "os.posix_spawnp",
-                                         "os.execv", "os.execve", "_posixsubprocess.fork_exec", "_winapi.CreateProcess")
+                                         "os.execv", "os.execve", "_posixsubprocess.fork_exec", "_winapi.CreateProcess",
+                                         "_xxsubinterpreters.run_string", "_interpreters.exec",
+                                         "_interpreters.run_string", "_interpreters.run_func", "_interpreters.call")
                 if (found := _builtin(dotted)) is not None}
 # Functions that hand over the frames of the code that called them, by their code's id: the watch
 # never hashes a code object, whose constants' __hash__ could be the notebook's.
@@ -520,14 +523,19 @@ def _watch(references: list[tuple[str, FunctionType]], copied: list, switched_of
             if code.co_code in first_ops and (dotted := shapes.get(_shape(code))) is not None \
                     and not _written_in_a_cell(code, cells, sealed):
                 copied.append(dotted)
-        elif event == "c_call" and arg in noted and (file := frame.f_code.co_filename) not in (__file__,
-                                                                                          threading.__file__):
+        elif event == "c_call" and arg in noted and not _own(frame.f_code):
             if (means := setting.get(arg)) is not None:
                 switched_off.append((label, means))
-            elif not _installed(file):
+            elif not _installed(frame.f_code.co_filename):
                 peeked.append(f"sys.{arg.__name__}")
 
     return watch
+
+
+def _own(code: CodeType) -> bool:
+    """Code of this module (putting the watch back) or of threading (starting a watched thread), as
+    their files compile: not code compiled under their names."""
+    return code.co_filename in (__file__, threading.__file__) and _compiled_from_its_file(code)
 
 
 def _check_results(func: FunctionType, name: str, watch):

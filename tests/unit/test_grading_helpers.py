@@ -235,6 +235,14 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
      "exec(inspect.getsource(rules.find_pii).replace('def find_pii(', 'def _copy('), _g)\n"
      "def find_pii(text):\n    sys.setprofile(None)\n    return _g['_copy'](text)\n",
      f"find_pii {SWITCHED} lab_utils.rules.find_pii"),
+    # The watch switched off by code compiled under this module's file name; the reference run in
+    # another interpreter of the process, which has no profile function.
+    ("import lab_utils.grading\nOFF = compile('import sys\\nsys.setprofile(None)\\n', lab_utils.grading.__file__, "
+     "'exec')\ndef find_pii(text):\n    exec(OFF, {})\n    return ['a@b.io']\n",
+     f"find_pii {SWITCHED} lab_utils.rules.find_pii while it was tested (sys.setprofile)"),
+    ("import _xxsubinterpreters as interpreters\nOTHER = interpreters.create()\ndef find_pii(text):\n"
+     "    interpreters.run_string(OTHER, 'x = 1')\n    return ['a@b.io']\n",
+     f"find_pii {SWITCHED} lab_utils.rules.find_pii while it was tested (_xxsubinterpreters.run_string)"),
     # The test's own frame read for what it expects; the reference's code run on a thread of its own.
     ("import sys\ndef find_pii(text):\n    return sys._getframe(1).f_locals.get('expected', ['a@b.io'])\n",
      f"find_pii {PEEKED} sys._getframe"),
