@@ -75,18 +75,25 @@ MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.c
 # What the test cells judge with: patching it (pandas.testing.assert_frame_equal = a no-op) passes tests.
 # (pandas.api.types is left out: watching it, the fork-bomb test's kernels failed, for a reason not found yet.)
 JUDGES = ("math", "pandas.testing")
-# What lab_utils.grading judges an answer with: patched (sys.setprofile a no-op, inspect.getattr_static
-# lying about a reference), its checks would pass a copy of the reference.
-TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceback", "importlib")
+# What lab_utils.grading judges an answer with, and the report hashes with: patched (sys.setprofile a
+# no-op, inspect.getattr_static lying about a reference), its checks would pass a copy of the reference.
+TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceback", "importlib", "hashlib")
 
 
 def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
     """Add an audit hook that refuses any later one, any change to itself, and Python's test modules,
-    and hands the notebook's `cells` as sealed to lab_utils.grading when it raises the event `asked`.
+    and hands the notebook's `cells` as sealed (to lab_utils.grading) and the kernel's shell (to the
+    reports) when it raises the event `asked`.
     Runs inside the kernel before the notebook's first cell, shipped as source: self-contained."""
     import sys
 
-    def refuse(event, args, me=None, asked=None, cells=()):
+    from IPython.core.getipython import get_ipython
+
+    # Found before any cell of the notebook's runs: a report that asked IPython's functions for it would
+    # run whatever the notebook put in their place, which could hide a hook while the report looks.
+    shell = get_ipython()
+
+    def refuse(event, args, me=None, asked=None, cells=(), shell=None):
         # An audit hook sees each statement's syntax tree before it is compiled and could rewrite it
         # (drop a test's asserts); once added, none can be removed. The C API's test modules can
         # change how Python compiles (_testinternalcapi.set_config: asserts compiled away). Raising
@@ -98,15 +105,16 @@ def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
         if event == "import" and args[0] in ("_testinternalcapi", "_testcapi"):
             {}["while a notebook is graded, Python's test modules cannot be imported"]
         if event == asked:  # out of the notebook's reach: a record of IPython's could be forged
-            args[0].append(cells)
+            args[0].extend((cells, shell))
 
-    refuse.__defaults__ = (refuse, asked, cells)
+    refuse.__defaults__ = (refuse, asked, cells, shell)
     sys.addaudithook(refuse)
 
 
-def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[str, ...],
+def _kernel_state(mime: str, asked: str, nonce: str, preload: list[str], machinery: tuple[str, ...],
                   imported: dict[str, list], harmless_callbacks: tuple[tuple[str, str], ...]) -> None:
-    """Publish what grading depends on. Runs inside the kernel, shipped as source: self-contained."""
+    """Publish what grading depends on, through the shell the grader's audit hook hands over when it
+    raises the event `asked`. Runs inside the kernel, shipped as source: self-contained."""
     # First, before anything of the notebook's could run: raised to -O (by a C-level call), Python
     # compiles every later cell without its asserts.
     try:
@@ -123,12 +131,11 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
     import threading
     import types
 
-    from IPython import get_ipython
-    from IPython.display import publish_display_data
-
     for name in preload:
         importlib.import_module(name)
-    shell = get_ipython()
+    handed: list = []
+    sys.audit(asked, handed)
+    shell = handed[1]
 
     def describe(obj):
         obj = getattr(obj, "__func__", obj)
@@ -166,7 +173,13 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         modules[name] = (f"{type(module).__module__}.{type(module).__qualname__} "
                          f"{getattr(module, '__file__', None)} #{id(module)}")
         for key, value in list(vars(module).items()):
-            if isinstance(value, types.FunctionType):
+            if name in watched and key.isupper() and not isinstance(value, (types.ModuleType, type)):
+                # A constant of the course's (lesson 08's DEFENSES): the same object, holding the same
+                # objects, whether a cell rebinds it or puts something else in it.
+                held = value.values() if isinstance(value, (dict, types.MappingProxyType)) else value
+                held = held if isinstance(held, (list, tuple, set, frozenset, type({}.values()))) else ()
+                objects[f"{name}.{key}"] = f"{describe(value)} {hash(tuple(map(id, held)))}"
+            elif isinstance(value, types.FunctionType):
                 objects[f"{name}.{key}"] = digest(value)
             elif isinstance(value, type):
                 objects[f"{name}.{key}"] = describe(value)
@@ -256,7 +269,7 @@ def _kernel_state(mime: str, nonce: str, preload: list[str], machinery: tuple[st
         if name in shell.user_ns and shell.user_ns[name] is not (getattr(target, attr, None) if attr else target):
             rebound.append(f"{name} is no longer {module}{'.' + attr if attr else ''}")
     ran = shell.history_manager.input_hist_parsed[-1] if nonce else ""
-    publish_display_data({mime: {
+    shell.display_pub.publish({mime: {
         "nonce": nonce, "ran": hashlib.sha256(ran.encode()).hexdigest(), "tracing": tracing,
         "custom_exceptions": [getattr(e, "__name__", repr(e)) for e in shell.custom_exceptions], "rebound": rebound,
         "hooks": hooks, "modules": modules, "objects": objects, "ran_from": ran_from, "compiling": compiling}})
@@ -279,7 +292,8 @@ def _guard(nb) -> str:
 
 
 def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple]) -> str:
-    return _shipped(_kernel_state, MIME, nonce, preload, MACHINERY + JUDGES + TOOLS, imported, HARMLESS_CALLBACKS)
+    return _shipped(_kernel_state, MIME, SEALED_CELLS, nonce, preload, MACHINERY + JUDGES + TOOLS, imported,
+                    HARMLESS_CALLBACKS)
 
 
 def _proof(nonce: str, imported: dict[str, tuple]) -> str:
@@ -399,8 +413,12 @@ class CompareWithRelease(NbGraderPreprocessor):
 
 def _preload(nb) -> list[str]:
     """The lab_utils modules the notebook names (imports and tripwire targets), course excepted."""
-    named = {m for cell in nb.cells if cell.cell_type == "code"
-             for m in re.findall(r"\blab_utils(?:\.\w+)*", cell.source)}
+    sources = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    named = {m for source in sources for m in re.findall(r"\blab_utils(?:\.\w+)*", source)}
+    # `from lab_utils.attacks import defenses` names a module too.
+    imports = r"\bfrom\s+(lab_utils(?:\.\w+)*)\s+import\s+(\([\w\s,]+\)|[\w \t,]+)"
+    named |= {f"{package}.{name.split()[0]}" for source in sources for package, names in re.findall(imports, source)
+              for name in names.strip("()").split(",") if name.strip()}
     modules = {"lab_utils.grading"}
     for dotted in named:
         parts = dotted.split(".")

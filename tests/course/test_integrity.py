@@ -85,6 +85,24 @@ try:
             setattr(sys, name, value)
 except Exception as error:
     print(error)"""
+# An AST transformer that takes itself out while the grader's report asks for the shell, and puts itself
+# back once the report is published, through IPython's own functions patched.
+HIDDEN_TRANSFORMER = """import ast, sys, IPython, IPython.display
+class Lenient(ast.NodeTransformer):
+    def visit_Assert(self, node):
+        return ast.Pass()
+LENIENT, real_get, real_publish = Lenient(), IPython.get_ipython, IPython.display.publish_display_data
+def get_ipython_():
+    shell = real_get()
+    if sys._getframe(1).f_code.co_name == "_kernel_state" and LENIENT in shell.ast_transformers:
+        shell.ast_transformers.remove(LENIENT)
+    return shell
+def publish_(*args, **kwargs):
+    real_publish(*args, **kwargs)
+    if sys._getframe(1).f_code.co_name == "_kernel_state":
+        real_get().ast_transformers.append(LENIENT)
+IPython.get_ipython, IPython.display.publish_display_data = get_ipython_, publish_
+real_get().ast_transformers.append(LENIENT)"""
 # An audit hook sees each statement's syntax tree before it is compiled: it turns a test's asserts into
 # passes. The grader's own hook is looked for first, and its code replaced.
 AUDIT_HOOK = """import ast, gc, sys, types
@@ -111,6 +129,7 @@ CHEATS = {
     "settrace": ("import sys\nsys.settrace(lambda *args: None)", RIGHT, "tracing was on (sys.settrace"),
     "setprofile": ("import sys\nsys.setprofile(lambda *args: None)", RIGHT, "tracing was on (sys.setprofile"),
     "ast transformer": (DROP_ASSERTS, WRONG, "AST transformer: __main__.DropAsserts"),
+    "ast transformer hidden from the report": (HIDDEN_TRANSFORMER, WRONG, "AST transformer: __main__.Lenient"),
     "custom exception handler": ("get_ipython().set_custom_exc((AssertionError,), lambda *args, **kw: None)",
                                  RIGHT, "a custom exception handler was set for AssertionError"),
     "grading patched": ("import lab_utils.grading\nlab_utils.grading.assert_own_implementation = lambda f: None",
@@ -138,6 +157,13 @@ CHEATS = {
     "grader's tool patched": ("import inspect\ninspect.getattr_static = lambda *args, **kw: 0", RIGHT,
                               "inspect.getattr_static was replaced by code defined in the notebook"),
     "watch switched off": ("import sys\nsys.setprofile = lambda f: None", RIGHT, "changed: sys.setprofile"),
+    # A constant of the course's rebound, or given other contents (lesson 08's defenses, put in place
+    # by an answer while its test runs).
+    "course constant rebound": ("import lab_utils.rules\nlab_utils.rules.SIM_DUP = 0.0", RIGHT,
+                                "changed: lab_utils.rules.SIM_DUP"),
+    "course constant's contents changed": ("from lab_utils.attacks import defenses\n"
+                                           "defenses.DEFENSES['rules'] = defenses.DEFENSES['none']", RIGHT,
+                                           "changed: lab_utils.attacks.defenses.DEFENSES"),
     "grader's settings changed": ("import lab_utils.grading\nlab_utils.grading.COMPARING.clear()", RIGHT,
                                   "changed: lab_utils.grading.COMPARING"),
 }
