@@ -28,7 +28,7 @@ from nbgrader.utils import parse_utc
 from sqlalchemy.exc import SAWarning
 from traitlets.config import Config
 
-from lab_utils.course import integrity
+from lab_utils.course import integrity, tampering
 from lab_utils.course.config import api, gradebook, lesson_names, submissions
 from lab_utils.course.sandbox import incidents
 from lab_utils.files import atomic_write_text
@@ -182,7 +182,7 @@ def grade(root: Path, student: str, lesson: str, unsafe: bool = False) -> Outcom
             graded = Path(root) / "autograded" / student / lesson / f"{lesson}.ipynb"
             outcome.notes += [f"stopped: {what}"
                               for what in incidents(nbformat.read(graded, as_version=4), root, graded.parent)]
-            outcome.flags = integrity.flags(graded)
+            outcome.flags = integrity.flags(graded) + tampering.of_submission(root, student, lesson)
         else:
             outcome.problem = (f"nbgrader failed ({failure_reason(result)}){kernel_said(log, root)}; "
                                f"`.venv/bin/nbgrader autograde {lesson} --student {student} --force` "

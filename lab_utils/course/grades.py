@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from nbgrader.api import MissingEntry
 
-from lab_utils.course import integrity, similarity
+from lab_utils.course import integrity, similarity, tampering
 from lab_utils.course.autograde import handed_in_again, points, statuses
 from lab_utils.course.config import gradebook, lesson_names, submissions
 from lab_utils.paths import ROOT
@@ -27,7 +27,7 @@ COLUMNS = ["student", "lesson", "score", "max_score", "auto_score", "auto_max", 
 
 def _flags(root: Path, student: str, lesson: str, near_copies: dict[str, str]) -> list[str]:
     graded = root / "autograded" / student / lesson / f"{lesson}.ipynb"
-    found = integrity.flags(graded) if graded.exists() else []
+    found = integrity.flags(graded) + tampering.of_submission(root, student, lesson) if graded.exists() else []
     return found + ([near_copies[student]] if student in near_copies else [])
 
 

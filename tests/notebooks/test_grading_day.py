@@ -183,6 +183,8 @@ def test_an_input_transformer_is_flagged(day):
     assert cheat.status.startswith("flagged: test-choose-min-score")
     assert "did not run as released" in cheat.status
     assert "test-choose-min-score did not run as released" in cheat.notes, "every cell is named in the notes"
+    assert ("answer choose-min-score reaches into the kernel or the interpreter (.input_transformers_cleanup, "
+            "get_ipython): read it" in cheat.notes), "the cell that did it is named, read outside the kernel"
 
 
 def test_the_cheat_earns_nothing_for_the_tests_it_hid(day):

@@ -1,0 +1,172 @@
+"""Code that reaches into the kernel or the interpreter, read in the submission as it was handed in.
+
+The checks that run in the kernel (lab_utils.grading's watch, integrity's reports) share it with the
+student's code, so code that studies them can defeat them: hide a hook from a report, switch a check
+off, rewrite what a test compares. What such code must do to get there shows in its text, which no
+code in the kernel can change: it names the kernel's or the interpreter's machinery (get_ipython,
+sys._getframe, a frame's f_back, builtins), runs text as code (exec, eval), reaches a library's
+private parts (`rules._TokenPostings`, or by a computed name: `getattr(sys, name)`), patches a
+library (an assignment to a module's attribute or item), decides how its objects compare (__eq__),
+or redefines a helper of the lesson's. Every code cell the student wrote or changed is read outside
+the kernel, and what it names is listed for a person to review: an honest answer to these lessons
+needs none of it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import nbformat
+from IPython.core.inputtransformer2 import TransformerManager
+
+# Names that reach the interpreter or the kernel, or run text as code.
+NAMES = {"exec", "eval", "compile", "__import__", "globals", "vars", "locals", "breakpoint", "get_ipython",
+         "__builtins__", "setattr", "delattr"}
+# Modules an answer to these lessons never needs: the interpreter's and the kernel's insides, the grader.
+MODULES = {"builtins", "ast", "inspect", "dis", "gc", "ctypes", "importlib", "IPython", "ipykernel", "traceback",
+           "threading", "_thread", "multiprocessing", "subprocess", "signal", "atexit", "weakref", "marshal",
+           "code", "codeop", "unittest", "_xxsubinterpreters", "_interpreters"}
+GRADER = ("lab_utils.grading", "lab_utils.course")
+# Attributes of code, frames, tracebacks, classes and the kernel's shell.
+ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__", "__bases__", "__base__",
+              "__mro__", "__func__", "__self__", "__traceback__", "__defaults__", "__kwdefaults__",
+              "__getattribute__", "__loader__", "__spec__", "f_back", "f_locals", "f_globals", "f_lineno",
+              "f_code", "f_trace", "tb_frame", "tb_next", "gi_frame", "cr_frame", "co_code", "co_consts",
+              "ast_transformers", "input_transformers_cleanup", "input_transformers_post",
+              "input_transformer_manager", "user_ns", "user_global_ns", "displayhook", "excepthook", "settrace",
+              "setprofile", "_getframe", "meta_path", "path_hooks", "addaudithook", "breakpointhook", "run_cell",
+              "run_code", "ast_parse", "set_custom_exc", "InteractiveTB", "display_pub", "shell_handlers",
+              "history_manager", "_GeneratorContextManager", "fork", "forkpty", "_exit", "execv", "execve"}
+# How an object of the student's own class compares: a result equal to anything passes any test.
+COMPARING = {"__eq__", "__ne__", "__hash__"}
+# Where an assignment into a library is a setting, not a patch (`plt.rcParams[...] = ...`).
+SETTINGS = {"rcParams", "options"}
+# The magics students use out of habit (`%matplotlib inline`), which IPython turns into get_ipython() calls.
+HABITS = {"matplotlib", "load_ext", "autoreload", "xmode", "time", "timeit", "pip", "env"}
+
+
+def _transformed(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(TransformerManager().transform_cell(source))
+    except SyntaxError:  # a cell that does not parse runs nothing
+        return None
+
+
+def _defined(tree: ast.Module) -> set[str]:
+    """The functions and classes a cell defines at its top level."""
+    return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _magic(node: ast.Call) -> bool:
+    """`get_ipython().run_line_magic("matplotlib", ...)`: a habit's magic as IPython writes it."""
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr in ("run_line_magic", "run_cell_magic")
+            and isinstance(func.value, ast.Call) and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "get_ipython" and bool(node.args)
+            and isinstance(node.args[0], ast.Constant) and node.args[0].value in HABITS)
+
+
+def _denied(module: str) -> bool:
+    return module.split(".")[0] in MODULES or module.startswith(GRADER)
+
+
+def _imports(tree: ast.Module) -> dict[str, str]:
+    """Local name -> the module or the module's name it stands for, as the cell imports them."""
+    imported = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {(a.asname or a.name).split(".")[0]: a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported |= {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
+    return imported
+
+
+def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str]) -> list[str]:
+    """What a cell names that reaches into the kernel or the interpreter, in the order found; `helpers`
+    are the functions the lesson's own cells define, `given` the names they import."""
+    imported = given | _imports(tree)
+    habits = {id(node.func.value.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and _magic(node)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if _denied(a.name)]
+        elif isinstance(node, ast.ImportFrom):
+            found += [f"from {node.module} import {a.name}" for a in node.names
+                      if _denied(f"{node.module}.{a.name}") or f"{node.module}.{a.name}" == "sys.modules"
+                      or a.name in ATTRIBUTES | NAMES or _private(a.name)]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in imported \
+                and _inside(imported[node.value.id], node.attr):
+            found.append(f"{node.value.id}.{node.attr}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                and len(node.args) > 1 and isinstance(node.args[0], ast.Name) and node.args[0].id in imported \
+                and not (isinstance(node.args[1], ast.Constant) and not _inside("", str(node.args[1].value))):
+            found.append(f"getattr({node.args[0].id}, ...)")
+        elif isinstance(node, ast.Attribute) and node.attr in ATTRIBUTES:
+            found.append(f".{node.attr}")
+        elif isinstance(node, ast.Name) and node.id in NAMES and id(node) not in habits:
+            found.append(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in NAMES | COMPARING:
+            found.append(f"def {node.name}")
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            parts, root = [], target
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                parts.append(getattr(root, "attr", None))
+                root = root.value
+            if parts and isinstance(root, ast.Name) and root.id in imported and not SETTINGS & set(parts):
+                found.append(f"{ast.unparse(target)} = ...")
+    found += [f"def {name} (the lesson's own helper)" for name in sorted(_defined(tree) & helpers)]
+    return list(dict.fromkeys(found))
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
+
+
+def _inside(library: str, attr: str) -> bool:
+    """Whether `library.attr` is a library's inside: a private name, its namespace, the modules loaded."""
+    return _private(attr) or attr in ATTRIBUTES or attr == "__dict__" or (library, attr) == ("sys", "modules")
+
+
+def findings(submitted: Path, released: Path) -> list[str]:
+    """For each code cell the student wrote or changed, what it names that reaches into the kernel or
+    the interpreter; [] when nothing does (or a notebook cannot be read: autograde says why). Test
+    cells are left out: autograde runs them as released whatever the student made of them."""
+    try:
+        mine, theirs = (nbformat.read(path, as_version=4) for path in (submitted, released))
+    except Exception:  # a broken file can make nbformat raise almost anything
+        return []
+    given = {id(c): (c, _transformed(c.source)) for c in theirs.cells if c.cell_type == "code"}
+    unchanged = {c.source.strip() for c, _ in given.values()}
+    meta = {_grade_id(c): c.metadata.nbgrader for c, _ in given.values() if _grade_id(c)}
+    trees = [(meta.get(_grade_id(c), {}), t) for c, t in given.values() if t is not None]
+    # The functions the lesson's cells define, but those an answer cell is there to define; what they import.
+    helpers = set().union(*(_defined(t) for m, t in trees if not m.get("solution")))
+    helpers -= set().union(*(_defined(t) for m, t in trees if m.get("solution")))
+    imported = {name: dotted for _, t in trees for name, dotted in _imports(t).items()}
+    found = []
+    for number, cell in enumerate(mine.cells, 1):
+        grade_id = _grade_id(cell)
+        tested = meta.get(grade_id, {}).get("grade") and not meta[grade_id].get("solution")
+        if cell.cell_type != "code" or cell.source.strip() in unchanged or tested:
+            continue
+        tree = _transformed(cell.source)
+        named = reaches(tree, helpers, imported) if tree is not None else []
+        if named:
+            where = f"answer {grade_id}" if grade_id in meta else f"cell {number}"
+            shown = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
+            found.append(f"{where} reaches into the kernel or the interpreter ({shown}): read it")
+    return found
+
+
+def _grade_id(cell) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def of_submission(root: Path, student: str, lesson: str) -> list[str]:
+    """findings() for submitted/<student>/<lesson>/, against the lesson as released."""
+    name = f"{lesson}.ipynb"
+    return findings(Path(root) / "submitted" / student / lesson / name, Path(root) / "lessons" / lesson / name)

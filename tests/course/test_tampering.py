@@ -1,0 +1,98 @@
+"""Cells that reach into the kernel or the interpreter are named for a person to read; honest answers are not.
+
+The cheats below are condensed from outside cheaters' notebooks that earned full marks unflagged
+from the checks inside the kernel (a hook hidden from the report, the proof line's `exec` shadowed,
+a context manager's exit patched, a reference's private helper called).
+"""
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from lab_utils.course import tampering
+from nbtools import FIXTURES, LESSONS, fixture_answers, nbgrader_meta, notebook_path, solution_answer, with_answers
+
+
+def lesson(answer: str = "def answer():\n    raise NotImplementedError()") -> nbformat.NotebookNode:
+    """A released lesson in small: an import, a helper, an answer cell and its test cell."""
+    grading = {"schema_version": 3, "task": False, "locked": True, "points": 1}
+    return new_notebook(cells=[
+        new_code_cell("from lab_utils.attacks.defenses import DEFENSES\nfrom lab_utils import rules"),
+        new_code_cell("def check(value):\n    assert value == 2, 'two'"),
+        new_code_cell(answer, metadata={"nbgrader": {**grading, "grade": False, "grade_id": "answer",
+                                                     "locked": False, "solution": True}}),
+        new_code_cell("check(answer())", metadata={"nbgrader": {**grading, "grade": True, "grade_id": "test-answer",
+                                                                "solution": False}}),
+    ])
+
+
+def scan(tmp_path, answer: str, added: str | None = None, test: str | None = None) -> list[str]:
+    released, submitted = tmp_path / "released.ipynb", tmp_path / "submitted.ipynb"
+    nbformat.write(lesson(), released)
+    nb = lesson(answer)
+    if added is not None:
+        nb.cells.insert(3, new_code_cell(added))
+    if test is not None:
+        nb.cells[-1].source = test
+    nbformat.write(nb, submitted)
+    return tampering.findings(submitted, released)
+
+
+CHEATS = {
+    "the proof line's exec shadowed": ("def exec(source, *namespaces):\n    return None", "def exec"),
+    "a hook between cells": ("import sys\nsys.displayhook = print", ".displayhook"),
+    "the shell's namespace": ("get_ipython().user_ns['__builtins__'] = {}", "get_ipython"),
+    "a context manager's exit patched": ("import contextlib\ncontextlib._GeneratorContextManager.__exit__ = None",
+                                         "contextlib._GeneratorContextManager"),
+    "a reference's private helper": ("def answer():\n    return rules._TokenPostings()", "rules._TokenPostings"),
+    "a library's constant changed": ("DEFENSES['rules'] = DEFENSES['none']", "DEFENSES['rules'] = ..."),
+    "a library patched": ("rules.redact = str", "rules.redact = ..."),
+    "the lesson's helper redefined": ("def check(value):\n    pass", "def check (the lesson's own helper)"),
+    "a result equal to anything": ("class Two:\n    def __eq__(self, other):\n        return True\n"
+                                   "def answer():\n    return Two()", "def __eq__"),
+    "the test's frame read": ("def answer():\n    try:\n        1 / 0\n    except ZeroDivisionError as error:\n"
+                              "        return error.__traceback__.tb_frame.f_back.f_locals['value']", ".tb_frame"),
+    "the test's output captured": ("%%capture\ndef answer():\n    return 1", "get_ipython"),
+    "a library's inside by a computed name": ("import sys\ndef answer():\n    return getattr(sys, '_get' + 'frame')(1)",
+                                              "getattr(sys, ...)"),
+    "text run as code": ("def answer():\n    return eval('1 + 1')", "eval"),
+    "the grader imported": ("from lab_utils import grading\ndef answer():\n    return 2",
+                            "from lab_utils import grading"),
+}
+
+
+@pytest.mark.parametrize("name", CHEATS)
+def test_a_cell_that_reaches_into_the_kernel_is_named(name, tmp_path):
+    answer, named = CHEATS[name]
+    found = scan(tmp_path, answer)
+    assert len(found) == 1 and found[0].startswith("answer answer reaches into the kernel or the interpreter ("), found
+    assert named in found[0], found
+
+
+def test_a_cell_of_the_students_own_is_read_and_named_by_its_number(tmp_path):
+    found = scan(tmp_path, "def answer():\n    return 2", added="import gc\ngc.callbacks.append(print)")
+    assert found == ["cell 4 reaches into the kernel or the interpreter (import gc): read it"]
+
+
+def test_habits_settings_and_test_cells_are_not_read(tmp_path):
+    habits = ("%matplotlib inline\n%load_ext autoreload\n%autoreload 2\nimport matplotlib.pyplot as plt\n"
+              "import pandas as pd\nplt.rcParams['figure.figsize'] = (8, 3)\npd.options.display.max_rows = 20\n"
+              "def answer():\n    return 2")
+    # A test cell changed runs as released at autograde (integrity names the change): nothing of it runs.
+    assert scan(tmp_path, habits, test="import sys\nsys.settrace(print)") == []
+
+
+@pytest.mark.parametrize("lesson_name", LESSONS)
+def test_honest_answers_reach_into_nothing(lesson_name, tmp_path):
+    """The reference answers, and every fixture student's (right, one rule wrong, hard-coded, partial)."""
+    released = notebook_path("lessons", lesson_name)
+    solution = nbformat.read(notebook_path("solutions", lesson_name), as_version=4)
+    students = {"reference": {nbgrader_meta(c)["grade_id"]: solution_answer(c) for c in solution.cells
+                              if nbgrader_meta(c).get("solution")}}
+    students |= {kind: fixture_answers(kind, lesson_name) for kind in ("different", "one_rule_wrong", "hardcoded",
+                                                                       "partial")
+                 if (FIXTURES / kind / f"{lesson_name}.py").exists()}
+    for student, answers in students.items():
+        submitted = tmp_path / f"{student}.ipynb"
+        nbformat.write(with_answers(released, answers), submitted)
+        assert tampering.findings(submitted, released) == [], student
