@@ -98,9 +98,7 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str]) -> list[
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in imported \
                 and _inside(imported[node.value.id], node.attr):
             found.append(f"{node.value.id}.{node.attr}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
-                and len(node.args) > 1 and isinstance(node.args[0], ast.Name) and node.args[0].id in imported \
-                and not (isinstance(node.args[1], ast.Constant) and not _inside("", str(node.args[1].value))):
+        elif isinstance(node, ast.Call) and _getattr_inside(node, imported):
             found.append(f"getattr({node.args[0].id}, ...)")
         elif isinstance(node, ast.Attribute) and node.attr in ATTRIBUTES:
             found.append(f".{node.attr}")
@@ -131,6 +129,15 @@ def _inside(library: str, attr: str) -> bool:
     return _private(attr) or attr in ATTRIBUTES or attr == "__dict__" or (library, attr) == ("sys", "modules")
 
 
+def _getattr_inside(call: ast.Call, imported: dict[str, str]) -> bool:
+    """`getattr(sys, name)`: a library's attribute by a computed name, or by a constant naming its inside."""
+    if not (isinstance(call.func, ast.Name) and call.func.id == "getattr" and len(call.args) > 1
+            and isinstance(call.args[0], ast.Name) and call.args[0].id in imported):
+        return False
+    name = call.args[1]
+    return not isinstance(name, ast.Constant) or _inside(imported[call.args[0].id], str(name.value))
+
+
 def findings(submitted: Path, released: Path) -> list[str]:
     """For each code cell the student wrote or changed, what it names that reaches into the kernel or
     the interpreter; [] when nothing does (or a notebook cannot be read: autograde says why). Test
@@ -139,10 +146,10 @@ def findings(submitted: Path, released: Path) -> list[str]:
         mine, theirs = (nbformat.read(path, as_version=4) for path in (submitted, released))
     except Exception:  # a broken file can make nbformat raise almost anything
         return []
-    given = {id(c): (c, _transformed(c.source)) for c in theirs.cells if c.cell_type == "code"}
-    unchanged = {c.source.strip() for c, _ in given.values()}
-    meta = {_grade_id(c): c.metadata.nbgrader for c, _ in given.values() if _grade_id(c)}
-    trees = [(meta.get(_grade_id(c), {}), t) for c, t in given.values() if t is not None]
+    given = [(c, _transformed(c.source)) for c in theirs.cells if c.cell_type == "code"]
+    unchanged = {c.source.strip() for c, _ in given}
+    meta = {_grade_id(c): c.metadata.nbgrader for c, _ in given if _grade_id(c)}
+    trees = [(meta.get(_grade_id(c), {}), t) for c, t in given if t is not None]
     # The functions the lesson's cells define, but those an answer cell is there to define; what they import.
     helpers = set().union(*(_defined(t) for m, t in trees if not m.get("solution")))
     helpers -= set().union(*(_defined(t) for m, t in trees if m.get("solution")))
