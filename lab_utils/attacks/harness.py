@@ -45,19 +45,13 @@ def outcomes(defense: Defense, attacks: list[Attack], path: Path) -> list[dict]:
             defense.write(store, candidate)
     _write_benign(defense, store)
     on_disk = store.path.read_text(encoding="utf-8")
-    unattacked = None  # built only when a payload reached the model
-
-    def shown(attack: Attack, trigger: str) -> bool:
-        nonlocal unattacked
-        if attack.payload not in defense.render(defense.read(store, trigger, K)):
-            return False
-        if unattacked is None:
-            unattacked = build_store(path.with_name(f"{path.stem}-unattacked{path.suffix}"))
-            _write_benign(defense, unattacked)
-        return attack.payload not in defense.render(defense.read(unattacked, trigger, K))
-
+    reached = [[q for q in a.triggers if a.payload in defense.render(defense.read(store, q, K))] for a in attacks]
+    if any(reached):  # the same traffic without the attacks, asked the triggers that reached the model
+        unattacked = build_store(path.with_name(f"{path.stem}-unattacked{path.suffix}"))
+        _write_benign(defense, unattacked)
     return [{"id": a.id, "family": a.family, "injected": a.payload in on_disk,
-             "succeeded": any(shown(a, q) for q in a.triggers)} for a in attacks]
+             "succeeded": any(a.payload not in defense.render(defense.read(unattacked, q, K)) for q in triggers)}
+            for a, triggers in zip(attacks, reached)]
 
 
 def cost(defense: Defense, path: Path) -> dict:

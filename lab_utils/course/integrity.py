@@ -318,7 +318,7 @@ def _imports(nb) -> dict[str, tuple[str, str | None]]:
     namesake was imported); a name the tests judge with stays, however an answer cell rebinds it."""
     found = {}
     for cell in nb.cells:
-        if cell.cell_type != "code" or utils.is_solution(cell) or (tree := _tree(cell.source)) is None:
+        if cell.cell_type != "code" or utils.is_solution(cell) or (tree := parsed_cell(cell.source)) is None:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -326,8 +326,9 @@ def _imports(nb) -> dict[str, tuple[str, str | None]]:
                               for a in node.names})
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 found.update({a.asname or a.name: (node.module, a.name) for a in node.names if a.name != "*"})
-    answers = [tree for c in nb.cells if c.cell_type == "code" and utils.is_solution(c) and (tree := _tree(c.source))]
-    tests = [tree for c in nb.cells if _is_test(c) and (tree := _tree(c.source))]
+    answers = [tree for c in nb.cells
+               if c.cell_type == "code" and utils.is_solution(c) and (tree := parsed_cell(c.source))]
+    tests = [tree for c in nb.cells if is_test(c) and (tree := parsed_cell(c.source))]
     # The answers the tests check (`own_implementation(top_k, ...)`), not names the tests judge with.
     tested = {node.args[0].id for tree in tests for node in ast.walk(tree)
               if isinstance(node, ast.Call) and getattr(node.func, "id", None) in CHECKERS
@@ -336,7 +337,8 @@ def _imports(nb) -> dict[str, tuple[str, str | None]]:
     return {name: where for name, where in found.items() if name not in defined}
 
 
-def _tree(source: str) -> ast.Module | None:
+def parsed_cell(source: str) -> ast.Module | None:
+    """A cell's syntax tree as IPython runs it (magics turned into calls); None if it does not parse."""
     try:
         return ast.parse(TransformerManager().transform_cell(source))
     except SyntaxError:
@@ -344,7 +346,7 @@ def _tree(source: str) -> ast.Module | None:
 
 
 def _names(source: str) -> set[str]:
-    tree = _tree(source)
+    tree = parsed_cell(source)
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} if tree else set()
 
 
@@ -352,7 +354,8 @@ def _meta(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {})
 
 
-def _is_test(cell) -> bool:
+def is_test(cell) -> bool:
+    """A graded cell that is no answer: a test cell."""
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
@@ -436,7 +439,7 @@ class Seal(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         sealed, imported = {}, _imports(nb)
         for cell in nb.cells:
-            if _is_test(cell):
+            if is_test(cell):
                 uses = {name: imported[name] for name in sorted(_names(cell.source) & set(imported))}
                 seal = {"nonce": secrets.token_hex(16), "source": cell.source, "imported": uses}
                 sealed[_meta(cell)["grade_id"]] = seal
@@ -565,7 +568,7 @@ class Verify(NbGraderPreprocessor):
         for index, cell in enumerate(nb.cells, start=1):
             grade_id = _meta(cell).get("grade_id")
             seal = state["sealed"].get(grade_id)
-            if not (seal and _is_test(cell)):
+            if not (seal and is_test(cell)):
                 continue
             if died_at is not None and index >= died_at:
                 reasons = [f"the kernel {state['how']} before {grade_id} finished"]

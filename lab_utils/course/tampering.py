@@ -18,7 +18,9 @@ import ast
 from pathlib import Path
 
 import nbformat
-from IPython.core.inputtransformer2 import TransformerManager
+from nbgrader import utils
+
+from lab_utils.course.integrity import is_test, parsed_cell
 
 # Names that reach the interpreter or the kernel, or run text as code.
 NAMES = {"exec", "eval", "compile", "__import__", "globals", "vars", "locals", "breakpoint", "get_ipython",
@@ -44,13 +46,6 @@ COMPARING = {"__eq__", "__ne__", "__hash__"}
 SETTINGS = {"rcParams", "options"}
 # The magics students use out of habit (`%matplotlib inline`), which IPython turns into get_ipython() calls.
 HABITS = {"matplotlib", "load_ext", "autoreload", "xmode", "time", "timeit", "pip", "env"}
-
-
-def _transformed(source: str) -> ast.Module | None:
-    try:
-        return ast.parse(TransformerManager().transform_cell(source))
-    except SyntaxError:  # a cell that does not parse runs nothing
-        return None
 
 
 def _defined(tree: ast.Module) -> set[str]:
@@ -146,24 +141,23 @@ def findings(submitted: Path, released: Path) -> list[str]:
         mine, theirs = (nbformat.read(path, as_version=4) for path in (submitted, released))
     except Exception:  # a broken file can make nbformat raise almost anything
         return []
-    given = [(c, _transformed(c.source)) for c in theirs.cells if c.cell_type == "code"]
+    given = [(c, parsed_cell(c.source)) for c in theirs.cells if c.cell_type == "code"]
     unchanged = {c.source.strip() for c, _ in given}
-    meta = {_grade_id(c): c.metadata.nbgrader for c, _ in given if _grade_id(c)}
-    trees = [(meta.get(_grade_id(c), {}), t) for c, t in given if t is not None]
+    answers = {_grade_id(c) for c, _ in given if utils.is_solution(c)}
+    tests = {_grade_id(c) for c, _ in given if is_test(c)}
     # The functions the lesson's cells define, but those an answer cell is there to define; what they import.
-    helpers = set().union(*(_defined(t) for m, t in trees if not m.get("solution")))
-    helpers -= set().union(*(_defined(t) for m, t in trees if m.get("solution")))
-    imported = {name: dotted for _, t in trees for name, dotted in _imports(t).items()}
+    helpers = set().union(*(_defined(t) for c, t in given if t and not utils.is_solution(c)))
+    helpers -= set().union(*(_defined(t) for c, t in given if t and utils.is_solution(c)))
+    imported = {name: dotted for _, t in given if t for name, dotted in _imports(t).items()}
     found = []
     for number, cell in enumerate(mine.cells, 1):
         grade_id = _grade_id(cell)
-        tested = meta.get(grade_id, {}).get("grade") and not meta[grade_id].get("solution")
-        if cell.cell_type != "code" or cell.source.strip() in unchanged or tested:
+        if cell.cell_type != "code" or cell.source.strip() in unchanged or grade_id in tests:
             continue
-        tree = _transformed(cell.source)
+        tree = parsed_cell(cell.source)
         named = reaches(tree, helpers, imported) if tree is not None else []
         if named:
-            where = f"answer {grade_id}" if grade_id in meta else f"cell {number}"
+            where = f"answer {grade_id}" if grade_id in answers else f"cell {number}"
             shown = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
             found.append(f"{where} reaches into the kernel or the interpreter ({shown}): read it")
     return found

@@ -411,7 +411,7 @@ def test_a_blank_lesson_with_an_input_transformer_earns_nothing(course):
     first = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
     first.source = 'get_ipython().input_transformers_cleanup.append(lambda lines: ["pass\\n"])'
     score, found = autograde(course, "transformer", nb)
-    tests = [c.metadata.nbgrader.grade_id for c in nb.cells if integrity._is_test(c)]
+    tests = [c.metadata.nbgrader.grade_id for c in nb.cells if integrity.is_test(c)]
     assert score == 0
     assert found and [f.split(" ")[0] for f in found] == tests, "every test cell after the cheat is named"
     settings = config.load(course)
@@ -423,7 +423,7 @@ def test_a_blank_lesson_with_an_input_transformer_earns_nothing(course):
 
 
 def graded_tests(nb) -> list:
-    return [c for c in nb.cells if integrity._is_test(c)]
+    return [c for c in nb.cells if integrity.is_test(c)]
 
 
 def test_a_kernel_that_exits_is_graded_up_to_the_exit_and_flagged(course):
