@@ -35,7 +35,7 @@ import textwrap
 import threading
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import CodeType, FunctionType, MethodType
 
@@ -220,6 +220,8 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     saved: list[tuple[FunctionType, CodeType, object]] = []
     switched: list[tuple[object, str, object]] = []
     watch = _watch(list(functions.items()), copied, switched_off, peeked)
+    if (beside := _running_beside()) is not None:
+        switched_off.append((next(iter(functions), "lab_utils"), beside))
     restore_answer = _check_results(func, name, watch)
     try:
         for dotted, reference in functions.items():
@@ -530,6 +532,43 @@ def _watch(references: list[tuple[str, FunctionType]], copied: list, switched_of
                 peeked.append(f"sys.{arg.__name__}")
 
     return watch
+
+
+# The kernel's own threads and processes: a lesson's first cell imports this module (the grader, before
+# any cell).
+_KERNEL_THREADS = frozenset(sys._current_frames())
+
+
+def _running_beside() -> str | None:
+    """A thread or a process the notebook started that still runs, described; None if there is none.
+    Started before a test, it runs out of the watch's sight (a reference's code copied there, a child
+    forked with the reference intact), so a test runs only while the notebook runs nothing beside it."""
+    threads = set(sys._current_frames()) - _KERNEL_THREADS - {threading.get_ident()}
+    monitor = getattr(sys.modules.get("tqdm._monitor"), "TMonitor", None)
+    for thread in threading.enumerate():
+        # tqdm's one monitor thread, which tqdm starts itself and which only watches its bars.
+        if type(thread) is monitor and getattr(thread.tqdm_cls, "monitor", None) is thread:
+            threads.discard(thread.ident)
+    if threads:
+        names = {thread.ident: thread.name for thread in threading.enumerate()}
+        return f"a thread the notebook started, {names.get(min(threads), 'unnamed')!r}, was running"
+    if children := sorted(set(_children()) - _KERNEL_CHILDREN):
+        return f"a process the notebook started, pid {children[0]}, was running"
+    return None
+
+
+def _children() -> list[int]:
+    """The kernel's child processes that are alive, not exited (found on Linux only)."""
+    alive = []
+    for listed in Path("/proc/self/task").glob("*/children"):
+        for pid in listed.read_text().split():
+            with suppress(OSError):  # gone meanwhile
+                if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    alive.append(int(pid))
+    return alive
+
+
+_KERNEL_CHILDREN = frozenset(_children())
 
 
 def _own(code: CodeType) -> bool:

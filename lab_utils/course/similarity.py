@@ -3,8 +3,10 @@
 Each answer cell is parsed and normalized (names numbered in order of first use, literals reduced
 to their type, docstrings, comments and annotations dropped), so renaming variables or rewording
 strings does not hide a copy. Two normalized answers are compared token by token with difflib.
-An answer is compared with the solution cell, with the lab_utils function of the same name (the
-reference a later lesson imports), and with every other student's answer to the same exercise.
+An answer is compared with the solution cell, with every other student's answer to the same
+exercise, and function by function with lab_utils (the references later lessons import): the
+functions that are near-copies of library functions count when together they are as long as a
+written answer, so pasting the library's helpers one by one, each short, is found too.
 Blank answers (the released stub, or a body that still raises NotImplementedError) are skipped, and
 so are short ones: honest short answers to one exercise converge, so their likeness proves nothing.
 """
@@ -12,6 +14,7 @@ so are short ones: honest short answers to one exercise converge, so their liken
 from __future__ import annotations
 
 import ast
+import bisect
 import copy
 import difflib
 import functools
@@ -29,6 +32,9 @@ THRESHOLD = 0.9
 # (lesson 04's choose-b, 50 tokens: 1.00) or close (lesson 06's blind-spots, 81 tokens: 0.94).
 # Every lesson has a longer exercise, so a whole lesson copied is still flagged.
 MIN_WRITTEN_TOKENS = 100
+# A function shorter than this is not compared with lab_utils: one-line helpers written honestly
+# coincide with the library's by shape alone.
+MIN_FUNCTION_TOKENS = 20
 
 
 class _Normalize(ast.NodeTransformer):
@@ -111,9 +117,10 @@ def _functions(source: str) -> dict[str, str]:
 
 
 @functools.cache  # read once per process: grades compares every lesson's answers with it
-def _library_functions() -> dict[str, list[tuple[str, list[str]]]]:
-    """name -> [(dotted name, normalized tokens)] of every function in lab_utils (the course's wing excepted)."""
-    found: dict[str, list[tuple[str, list[str]]]] = {}
+def _library_functions() -> tuple[list[int], list[tuple[str, list[str]]]]:
+    """Every function in lab_utils (the course's wing excepted), shortest first, as (dotted name,
+    normalized tokens); and their lengths, to find those of a given length quickly."""
+    found: list[tuple[str, list[str]]] = []
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
         module = module_name(path)
         if module.startswith("lab_utils.course"):
@@ -121,8 +128,28 @@ def _library_functions() -> dict[str, list[tuple[str, list[str]]]]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef):
                 # The node itself, not its source text: ast.get_source_segment splits the whole file per call.
-                found.setdefault(node.name, []).append((f"{module}.{node.name}", _normalized(copy.deepcopy(node))))
-    return found
+                found.append((f"{module}.{node.name}", _normalized(copy.deepcopy(node))))
+    found.sort(key=lambda function: len(function[1]))
+    return [len(tokens) for _, tokens in found], found
+
+
+def _library_copies(source: str) -> list[tuple[str, float]]:
+    """(dotted name, score) of each lab_utils function that a function of the answer nearly copies,
+    if those functions together are as long as a written answer; else []."""
+    lengths, library = _library_functions()
+    copies, copied_tokens = [], 0
+    for function in _functions(source).values():
+        mine = tokens(function) or []
+        if len(mine) < MIN_FUNCTION_TOKENS:
+            continue
+        # Two token lists this alike differ in length by a factor under 1.23 (2·shorter / both >= 0.9).
+        nearby = library[bisect.bisect_left(lengths, len(mine) / 1.23):bisect.bisect_right(lengths, len(mine) * 1.23)]
+        score, dotted = max(((similarity(mine, theirs, THRESHOLD), dotted) for dotted, theirs in nearby),
+                            default=(0.0, ""))
+        if score >= THRESHOLD:
+            copies.append((dotted, score))
+            copied_tokens += len(mine)
+    return copies if copied_tokens >= MIN_WRITTEN_TOKENS else []
 
 
 def near_copies(root: Path, lesson: str) -> dict[str, str]:
@@ -147,17 +174,11 @@ def near_copies(root: Path, lesson: str) -> dict[str, str]:
 
     for student, answers in written.items():
         for exercise, (source, mine) in answers.items():
-            # The whole cell against the solution cell; each function against its lab_utils namesake,
-            # unless it is short (a one-line helper written honestly can be the library's, token for token).
-            pairs = [(mine, "the reference solution", solution[exercise])] + [
-                (function_tokens, dotted, reference) for name, function in _functions(source).items()
-                if len(function_tokens := tokens(function) or []) >= MIN_WRITTEN_TOKENS
-                for dotted, reference in library.get(name, [])]
-            for answer_tokens, other, reference in pairs:
-                score = similarity(answer_tokens, reference, THRESHOLD)
-                if score >= THRESHOLD:
-                    flag(student, exercise, other, score)
-                    break
+            score = similarity(mine, solution[exercise], THRESHOLD)
+            if score >= THRESHOLD:
+                flag(student, exercise, "the reference solution", score)
+            elif copies := _library_copies(source):
+                flag(student, exercise, ", ".join(dotted for dotted, _ in copies), max(s for _, s in copies))
     for (one, a), (two, b) in itertools.combinations(sorted(written.items()), 2):
         for exercise in sorted(a.keys() & b.keys()):
             score = similarity(a[exercise][1], b[exercise][1], THRESHOLD)

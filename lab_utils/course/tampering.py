@@ -24,11 +24,11 @@ from lab_utils.course.integrity import is_test, parsed_cell
 
 # Names that reach the interpreter or the kernel, or run text as code.
 NAMES = {"exec", "eval", "compile", "__import__", "globals", "vars", "locals", "breakpoint", "get_ipython",
-         "__builtins__", "setattr", "delattr"}
+         "__builtins__", "setattr", "delattr", "In", "_ih"}  # In, _ih: the kernel's input history
 # Modules an answer to these lessons never needs: the interpreter's and the kernel's insides, the grader.
 MODULES = {"builtins", "ast", "inspect", "dis", "gc", "ctypes", "importlib", "IPython", "ipykernel", "traceback",
            "threading", "_thread", "multiprocessing", "subprocess", "signal", "atexit", "weakref", "marshal",
-           "code", "codeop", "unittest", "_xxsubinterpreters", "_interpreters"}
+           "code", "codeop", "unittest", "_xxsubinterpreters", "_interpreters", "linecache"}
 GRADER = ("lab_utils.grading", "lab_utils.course")
 # Attributes of code, frames, tracebacks, classes and the kernel's shell.
 ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__", "__bases__", "__base__",
@@ -101,6 +101,9 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str]) -> list[
             found.append(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in NAMES | COMPARING:
             found.append(f"def {node.name}")
+        elif (spelled := _spelled(node)) is not None and (spelled in NAMES | ATTRIBUTES | MODULES
+                                                          or spelled.startswith("__")):
+            found.append(f"{spelled!r} spelled in pieces")
     for node in ast.walk(tree):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AugAssign, ast.AnnAssign)) else []
@@ -113,6 +116,26 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str]) -> list[
                 found.append(f"{ast.unparse(target)} = ...")
     found += [f"def {name} (the lesson's own helper)" for name in sorted(_defined(tree) & helpers)]
     return list(dict.fromkeys(found))
+
+
+def _spelled(node: ast.AST) -> str | None:
+    """The string that `"fo" + "rk"` or `"".join(["fo", "rk"])` spells: pieces of constants joined
+    (a name in pieces hides from a reader); None for anything else."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _constant_text(node.left), _constant_text(node.right)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join" \
+            and _constant_text(node.func.value) is not None and len(node.args) == 1 \
+            and isinstance(node.args[0], (ast.List, ast.Tuple)):
+        pieces = [_constant_text(item) for item in node.args[0].elts]
+        return None if None in pieces else _constant_text(node.func.value).join(pieces)
+    return None
+
+
+def _constant_text(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return _spelled(node)
 
 
 def _private(name: str) -> bool:

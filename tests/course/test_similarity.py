@@ -149,6 +149,22 @@ def test_the_lab_utils_reference_counts_as_a_source(course):
     assert "near-copy of lab_utils.memory.memory_from_json" in similarity.near_copies(course, LESSON)["bob"]
 
 
+def test_library_helpers_pasted_one_by_one_are_a_copy_though_each_is_short(tmp_path):
+    """An outside cheater pasted lab_utils.metrics' recall chain into recall-at-k, function by function,
+    each under MIN_WRITTEN_TOKENS: 21/21 unflagged before the functions were counted together."""
+    lesson = "04_measuring_recall"
+    library = (ROOT / "lab_utils" / "metrics.py").read_text()
+    chain = ["markers", "_holds", "is_relevant", "hit_any", "_tops", "recall_any_at_k", "recall_at_k"]
+    nodes = {n.name: n for n in ast.parse(library).body if isinstance(n, ast.FunctionDef)}
+    pasted = "\n\n".join(ast.get_source_segment(library, nodes[name]) for name in chain)
+    lengths = [len(similarity.tokens(ast.get_source_segment(library, nodes[name]))) for name in chain]
+    assert max(lengths) < similarity.MIN_WRITTEN_TOKENS <= sum(lengths), "each short, together an answer"
+    hand_in(tmp_path, lesson, {"max": with_answers(notebook_path("lessons", lesson), {"recall-at-k": pasted})})
+    found = similarity.near_copies(tmp_path, lesson)["max"]
+    assert found.startswith("near-copy of lab_utils.metrics.markers, lab_utils.metrics._holds, ") and \
+        "in recall-at-k (up to 1.00)" in found, found
+
+
 def test_a_short_helper_named_like_a_lab_utils_function_is_not_a_copy(course):
     helper = '\n\ndef _digits(text: str) -> str:\n    return "".join(c for c in text if c.isdigit())\n'
     submit(course, "bob", LESSON, with_answers(notebook_path("lessons", LESSON), {EXERCISE: BOB + helper}))
@@ -168,3 +184,4 @@ def test_the_instructors_guide_states_the_bars_in_use():
     guide = " ".join((ROOT / "docs" / "instructors.md").read_text(encoding="utf-8").split())
     assert f"at least {similarity.THRESHOLD:g} alike" in guide
     assert f"under {similarity.MIN_WRITTEN_TOKENS} such tokens" in guide
+    assert f"each under {similarity.MIN_FUNCTION_TOKENS} such tokens is left out" in guide

@@ -56,6 +56,11 @@ CHEATS = {
     "a library's inside by a computed name": ("import sys\ndef answer():\n    return getattr(sys, '_get' + 'frame')(1)",
                                               "getattr(sys, ...)"),
     "text run as code": ("def answer():\n    return eval('1 + 1')", "eval"),
+    "a name in pieces": ("def answer():\n    return getattr(answer, '__glo' + 'bals__')",
+                         "'__globals__' spelled in pieces"),
+    "a name joined from pieces": ("def answer(thing=None):\n    return getattr(thing, ''.join(['_get', 'frame']))",
+                                  "'_getframe' spelled in pieces"),
+    "the kernel's input history": ("def answer():\n    return len(In[-1])", "In"),
     "the grader imported": ("from lab_utils import grading\ndef answer():\n    return 2",
                             "from lab_utils import grading"),
 }

@@ -3,15 +3,25 @@
 import functools
 import inspect
 import re
+import subprocess
 import sys
+import threading
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from lab_utils import memory
+from lab_utils import grading, memory
 from lab_utils.grading import (DECIDES, PEEKED, REACHED, SWITCHED, TAKEN, assert_own_implementation,
                                own_implementation)
 from lab_utils.memory import format_recall
+
+
+@pytest.fixture(autouse=True)
+def kernel_as_it_is(monkeypatch):
+    """This process's threads and children play the kernel's own, as a kernel's are when a lesson
+    imports lab_utils.grading: other tests of the run may have started some since."""
+    monkeypatch.setattr(grading, "_KERNEL_THREADS", frozenset(sys._current_frames()))
+    monkeypatch.setattr(grading, "_KERNEL_CHILDREN", frozenset(grading._children()))
 
 
 def run(source: str):
@@ -134,10 +144,12 @@ def test_a_copy_of_the_reference_built_at_run_time_fails(source):
     assert format_recall([]) == memory.NOTHING and sys.getprofile() is None, "all is put back"
 
 
-def test_the_reference_typed_into_a_cell_is_left_to_the_near_copy_check():
+def test_the_reference_typed_into_a_cell_is_left_to_the_near_copy_check(monkeypatch):
     """Code written in a cell is the student's to answer for (make grades flags a near-copy);
     only code the notebook does not show is refused."""
     shell = InteractiveShell.instance()
+    # Its thread that saves the input history is the kernel's own, started before any cell.
+    monkeypatch.setattr(grading, "_KERNEL_THREADS", frozenset(sys._current_frames()))
     try:
         shell.run_cell("from lab_utils.memory import Memory, NOTHING\n" + inspect.getsource(format_recall),
                        store_history=True)
@@ -260,6 +272,35 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
 def test_a_result_that_only_pretends_fails_the_block(source, said):
     find_pii = run(source)["find_pii"]
     with pytest.raises(AssertionError, match=re.escape(said)), own_implementation(find_pii, "lab_utils.rules.find_pii"):
+        assert find_pii("mail a@b.io") == ["a@b.io"]
+
+
+def test_a_thread_or_a_process_the_notebook_left_running_fails_the_block():
+    """Outside cheaters' answer cells started a worker before the tests, a thread running copies of the
+    reference or a forked child with the reference intact, out of the watch's sight: full marks before."""
+    find_pii = run("def find_pii(text):\n    return ['a@b.io']\n")["find_pii"]
+
+    def fails(said: str) -> None:
+        with pytest.raises(AssertionError, match=re.escape(f"find_pii {SWITCHED} lab_utils.rules.find_pii while "
+                                                           f"it was tested ({said}, was running)")):
+            with own_implementation(find_pii, "lab_utils.rules.find_pii"):
+                find_pii("mail a@b.io")
+
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait, name="worker")
+    worker.start()
+    try:
+        fails("a thread the notebook started, 'worker'")
+    finally:
+        stop.set()
+        worker.join()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        fails(f"a process the notebook started, pid {child.pid}")
+    finally:
+        child.kill()
+        child.wait()
+    with own_implementation(find_pii, "lab_utils.rules.find_pii"):  # both gone: nothing runs beside the test
         assert find_pii("mail a@b.io") == ["a@b.io"]
 
 
