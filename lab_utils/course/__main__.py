@@ -53,7 +53,8 @@ def report(command: str, outcomes: list[autograde.Outcome]) -> int:
     if command == "autograde":
         waiting = sum(o.score.waiting for o in outcomes if o.score)
         flagged = sum(bool(o.flags) for o in outcomes)
-        print(f"  {waiting:g} points wait for hand grading (Formgrader); {flagged} submissions flagged")
+        print(f"  {waiting:g} points wait for hand grading (Formgrader); {flagged} submissions flagged "
+              "(near-copies are found by `make grades`)")
     if failed:
         lines = [f"  {o.student}/{o.lesson}: {o.problem}" for o in failed]
         print("\n".join(["not done:", *lines]), file=sys.stderr)

@@ -7,7 +7,6 @@ so a resubmission that failed after an earlier success is never reported with th
 
 from __future__ import annotations
 
-import datetime
 import json
 import multiprocessing
 import queue
@@ -24,12 +23,13 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry, SubmittedAssignment
-from nbgrader.utils import parse_utc
+from nbgrader.plugins import BasePlugin
+from nbgrader.utils import is_solution, parse_utc
 from sqlalchemy.exc import SAWarning
 from traitlets.config import Config
 
 from lab_utils.course import integrity, tampering
-from lab_utils.course.config import api, gradebook, lesson_names, submissions
+from lab_utils.course.config import api, gradebook, late_penalty, lesson_names, submissions
 from lab_utils.course.sandbox import incidents
 from lab_utils.files import atomic_write_text
 from lab_utils.paths import ROOT
@@ -51,17 +51,21 @@ class Score:
     waiting: float = 0.0  # points of answers that wait for a hand grade
 
 
-def points(s: SubmittedAssignment) -> Score:
-    """The Score of a gradebook submission."""
+def points(s: SubmittedAssignment, late: BasePlugin) -> Score:
+    """The Score of a gradebook submission, its late penalty (`late`: the course's plugin) worked out
+    on the points it has now: nbgrader's, kept from the autograde, misses a hand grade given since."""
     waiting = sum(g.max_score for nb in s.notebooks for g in nb.grades if g.needs_manual_grade)
-    penalty = s.late_submission_penalty or 0.0
-    return Score(max(0.0, s.score - penalty), s.max_score, s.code_score, s.max_code_score,
-                 penalty, s.total_seconds_late, waiting)
+    penalty = 0.0
+    if s.total_seconds_late > 0:
+        penalty = sum(min(nb.score, max(0.0, late.late_submission_penalty(s.student.id, nb.score, s.total_seconds_late)
+                                        or 0.0)) for nb in s.notebooks)
+    return Score(s.score - penalty, s.max_score, s.code_score, s.max_code_score, penalty, s.total_seconds_late,
+                 waiting)
 
 
 def score(lesson: str, student: str, root: Path = ROOT) -> Score:
     with gradebook(root) as gb:
-        return points(gb.find_submission(lesson, student))
+        return points(gb.find_submission(lesson, student), late_penalty(root))
 
 
 @dataclass
@@ -170,16 +174,17 @@ def grade(root: Path, student: str, lesson: str, unsafe: bool = False) -> Outcom
         settings = Config()
         settings.Sandbox.enabled = not unsafe
         settings.Sandbox.kernel_log = str(log)
+        graded_by_hand = hand_grades(root, student, lesson)
         result = api(root, settings).autograde(lesson, student)
         if log.exists() and not log.stat().st_size:
             log.unlink()  # a kernel that said nothing leaves no log
         if result["success"]:
+            keep_hand_grades(root, student, lesson, graded_by_hand)
             outcome.score = score(lesson, student, root)
             if outcome.score.seconds_late:
-                late = datetime.timedelta(seconds=round(outcome.score.seconds_late))
                 penalty = f", {outcome.score.penalty:g} points off" if outcome.score.penalty else ""
-                outcome.notes.append(f"submitted {late} after the due date{penalty}")
-            graded = Path(root) / "autograded" / student / lesson / f"{lesson}.ipynb"
+                outcome.notes.append(f"submitted {how_long(outcome.score.seconds_late)} after the due date{penalty}")
+            graded = graded_copy(root, student, lesson)
             outcome.notes += [f"stopped: {what}"
                               for what in incidents(nbformat.read(graded, as_version=4), root, graded.parent)]
             outcome.flags = integrity.flags(graded) + tampering.of_submission(root, student, lesson)
@@ -189,6 +194,50 @@ def grade(root: Path, student: str, lesson: str, unsafe: bool = False) -> Outcom
                                "shows its whole log")
     outcome.seconds = time.perf_counter() - start
     return outcome
+
+
+def hand_grades(root: Path, student: str, lesson: str) -> dict[str, tuple]:
+    """What each hand grade of the submission was given for, as its last autograde left it (see graded_for)."""
+    graded = graded_copy(root, student, lesson)
+    try:
+        with gradebook(root) as gb:
+            marked = {g.name: g.auto_score for g in gb.find_submission_notebook(lesson, lesson, student).grades
+                      if g.manual_score is not None}
+        return graded_for(nbformat.read(graded, as_version=4).cells, marked) if marked else {}
+    except (MissingEntry, FileNotFoundError):
+        return {}
+
+
+def graded_for(cells: list, marked: dict[str, float | None]) -> dict[str, tuple]:
+    """grade_id -> (automatic score, what a person graded) of each cell in `marked` (grade_id ->
+    automatic score): the cell itself if it is an answer (a written one), else every answer of the
+    notebook (a test whose points a person changed)."""
+    answers = tuple(cell.source for cell in cells if is_solution(cell))
+    graded = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell.source if is_solution(cell) else answers
+              for cell in cells}
+    return {name: (auto, graded.get(name)) for name, auto in marked.items()}
+
+
+def keep_hand_grades(root: Path, student: str, lesson: str, before: dict[str, tuple]) -> None:
+    """nbgrader asks again for every hand grade after a regrade; one stands while what it was given
+    for is unchanged (the same answer, graded again after a test was fixed)."""
+    if not before:
+        return
+    now = hand_grades(root, student, lesson)
+    with gradebook(root) as gb:
+        for g in gb.find_submission_notebook(lesson, lesson, student).grades:
+            if g.needs_manual_grade and g.name in before and now.get(g.name) == before[g.name]:
+                g.needs_manual_grade = False
+        gb.db.commit()
+
+
+def how_long(seconds: float) -> str:
+    """A duration in words an instructor reads at a glance: '16 h 30 min', '2 days 3 h', '40 s'."""
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    parts = [(days, " day" if days == 1 else " days"), (hours, " h"), (minutes, " min")]
+    return " ".join(f"{n}{unit}" for n, unit in parts if n) or f"{secs} s"
 
 
 def _grade_job(job: tuple[Path, str, str, bool]) -> Outcome:
@@ -257,10 +306,15 @@ def missing_release(root: Path) -> list[str]:
 # --- the last outcome of every submission, which grades.csv and feedback trust over the gradebook ---
 
 
+def graded_copy(root: Path, student: str, lesson: str) -> Path:
+    """The notebook nbgrader's autograde wrote for a submission, whose outputs are its grade's evidence."""
+    return Path(root) / "autograded" / student / lesson / f"{lesson}.ipynb"
+
+
 def handed_in_again(root: Path, student: str, lesson: str) -> bool:
     """Whether the submission changed after its autograded copy was written: its grade is out of date."""
     submitted = Path(root) / "submitted" / student / lesson / f"{lesson}.ipynb"
-    graded = Path(root) / "autograded" / student / lesson / f"{lesson}.ipynb"
+    graded = graded_copy(root, student, lesson)
     return submitted.exists() and graded.exists() and submitted.stat().st_mtime > graded.stat().st_mtime
 
 

@@ -11,13 +11,17 @@ import functools
 from pathlib import Path
 
 import nbgrader.api
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.api import Gradebook
 from nbgrader.apps import NbGraderAPI
 from nbgrader.dbutil import ALEMBIC_DIR
+from nbgrader.plugins import BasePlugin
+from nbgrader.preprocessors import AssignLatePenalties, GetGrades
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from lab_utils.course import integrity, sandbox
+from lab_utils.course.hidden import HiddenTestsOut
 from lab_utils.paths import ROOT
 
 COURSE_ID = "agent-memory-lab"
@@ -43,6 +47,7 @@ def configure(c: Config, root: Path) -> Config:
     # a test never earns its points.
     c.OverwriteCells.add_missing_cells = True
     c.ExportApp.plugin_class = "lab_utils.course.export.CanvasExport"
+    c.GenerateFeedback.preprocessors = [GetGrades, HiddenTestsOut, CSSHTMLHeaderPreprocessor]
     # The sandboxed kernel first: integrity's steps wrap whichever Execute step is configured.
     sandbox.install(c)
     integrity.install(c)
@@ -75,6 +80,13 @@ def api(root: Path = ROOT, config: Config | None = None) -> NbGraderAPI:
 
 def gradebook(root: Path = ROOT) -> Gradebook:
     return Gradebook(gradebook_url(root))
+
+
+def late_penalty(root: Path = ROOT) -> BasePlugin:
+    """The late-penalty plugin nbgrader_config.py sets up (nbgrader's default: no penalty)."""
+    step = AssignLatePenalties(config=load(root))
+    step.init_plugin()
+    return step.plugin_inst
 
 
 @functools.cache

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from lab_utils.course.autograde import Outcome, failure_reason, handed_in_again, statuses
+from lab_utils.course.autograde import Outcome, failure_reason, graded_copy, handed_in_again, statuses
 from lab_utils.course.config import api, submissions
 from lab_utils.paths import ROOT
 
@@ -17,6 +17,8 @@ def stale(root: Path, student: str, lesson: str, last: dict) -> str | None:
     """Why the autograded copy is not the submission's current grade, or None."""
     if last.get("problem"):
         return f"its last autograde failed ({last['problem']}); grade it again first"
+    if not graded_copy(root, student, lesson).exists():
+        return "not autograded (or its autograded copy was removed): run `make autograde` first"
     if handed_in_again(root, student, lesson):
         return "handed in again since it was graded: run `make autograde` first"
     return None
@@ -24,12 +26,14 @@ def stale(root: Path, student: str, lesson: str, last: dict) -> str | None:
 
 def feedback_all(root: Path = ROOT, only: str | None = None) -> Iterator[Outcome]:
     """Feedback for every autograded submission; a stale grade gets none, and is reported, as is a
-    submission whose last autograde failed before it had an autograded copy."""
+    submission with no autograded copy (never graded, its autograde failed, or `make clean`)."""
     root = Path(root)
     last = statuses(root)
     grader = api(root)
-    failed = {key for key, outcome in last.items() if outcome.get("problem") and only in (None, key[1])}
-    for student, lesson in sorted(set(submissions(root, "autograded", only)) | failed):
+    # A failure of a submission that is no longer there (its folder removed) is nobody's to fix.
+    failed = {key for key, outcome in last.items() if outcome.get("problem") and only in (None, key[1])
+              and (root / "submitted" / key[0] / key[1]).is_dir()}
+    for student, lesson in sorted({*submissions(root, "autograded", only), *submissions(root, only=only)} | failed):
         start = time.perf_counter()
         problem = stale(root, student, lesson, last.get((student, lesson), {}))
         if not problem:

@@ -17,8 +17,8 @@ from matplotlib.figure import Figure
 from nbgrader.api import MissingEntry
 
 from lab_utils.course import integrity, similarity, tampering
-from lab_utils.course.autograde import handed_in_again, points, statuses
-from lab_utils.course.config import gradebook, lesson_names, submissions
+from lab_utils.course.autograde import graded_copy, handed_in_again, points, statuses
+from lab_utils.course.config import gradebook, late_penalty, lesson_names, submissions
 from lab_utils.paths import ROOT
 
 COLUMNS = ["student", "lesson", "score", "max_score", "auto_score", "auto_max", "penalty", "seconds_late",
@@ -26,7 +26,7 @@ COLUMNS = ["student", "lesson", "score", "max_score", "auto_score", "auto_max", 
 
 
 def _flags(root: Path, student: str, lesson: str, near_copies: dict[str, str]) -> list[str]:
-    graded = root / "autograded" / student / lesson / f"{lesson}.ipynb"
+    graded = graded_copy(root, student, lesson)
     found = integrity.flags(graded) + tampering.of_submission(root, student, lesson) if graded.exists() else []
     return found + ([near_copies[student]] if student in near_copies else [])
 
@@ -50,6 +50,7 @@ def grade_table(root: Path = ROOT) -> pd.DataFrame:
     root = Path(root)
     lessons = lesson_names(root)
     last = statuses(root)
+    late = late_penalty(root)
     handed_in = set(submissions(root))
     rows = []
     with gradebook(root) as gb:
@@ -78,7 +79,11 @@ def grade_table(root: Path = ROOT) -> pd.DataFrame:
                         row.update(score=math.nan, auto_score=math.nan,
                                    status="not graded: not autograded yet (run `make autograde`)")
                     continue
-                p = points(s)
+                if not graded_copy(root, student, lesson).exists():  # removed (make clean): no evidence, no flags
+                    row.update(score=math.nan, auto_score=math.nan,
+                               status="not graded: its autograded copy is gone (run `make autograde`)")
+                    continue
+                p = points(s, late)
                 row.update(score=p.score, auto_score=p.auto_score, penalty=p.penalty, seconds_late=p.seconds_late,
                            needs_manual_grade=s.needs_manual_grade,
                            status=f"needs hand grading ({p.waiting:g} points)" if p.waiting else "graded")

@@ -82,9 +82,10 @@ cases, so keep to the rules, not to the examples.
   `?urlpath=lab/tree/lessons` to the launch link. Binder builds `environment.yml` and runs
   `postBuild`, so you get the same view as `make lab`. It does not keep files: download your
   notebook before you close the tab.
-- **Colab**: open a lesson from GitHub, then run `!git clone <this repository> lab && cd lab &&
-  pip install -q -e .` in a first cell and `%cd lab/lessons/<lesson>` before the lesson's cells.
-  Colab has no Validate button: run the test cells.
+- **Colab**: open a lesson from GitHub in Colab (File → Open notebook → GitHub). Its first cell
+  finds itself on Colab and installs the course; the rest runs as everywhere else. Colab has no
+  Validate button (run the test cells), and its files vanish with the runtime: download your
+  notebook before you close the tab.
 
 ## Offline and live
 

@@ -7,7 +7,8 @@ test_exercises works out for every lesson in one kernel; the first lesson with a
 gets `different` too, whose answer waits for a hand grade. The first lesson also gets the cases an
 instructor meets: broken JSON, a renamed file, a folder named after no lesson, copied cells, a
 deleted, an edited and a renamed test, a deleted answer, a late submission under a "zero" late
-penalty set in nbgrader_config.py, a timestamp.txt that holds no time, an input-transformer cheat,
+penalty set in nbgrader_config.py (also in the lesson with a written answer, hand-graded before a
+regrade), a timestamp.txt that holds no time, an input-transformer cheat,
 a wrapper of the reference, and two students whose resubmission fails after an earlier success.
 grades.csv must say what a careful instructor would conclude about each.
 """
@@ -21,6 +22,8 @@ import pytest
 
 from coursetools import course_cli, graded_cell, new_course, solution
 from lab_utils.course.config import gradebook
+from lab_utils.course.feedback import stale
+from lab_utils.course.grades import grade_table
 from nbtools import (LESSONS, STUDENTS, fixture_answers, nbgrader_meta, notebook_path, points_lost, submit,
                      with_answers)
 
@@ -99,6 +102,7 @@ def day(tmp_path_factory):
     root = new_course(tmp_path_factory.mktemp("term"), LESSONS, 'c.LateSubmissionPlugin.penalty_method = "zero"')
     with gradebook(root) as gb:
         gb.update_or_create_assignment(FIRST, duedate=DUE)
+        gb.update_or_create_assignment(WRITTEN, duedate=DUE)
     for lesson in LESSONS:
         released = notebook_path("lessons", lesson, root)
         submit(root, "complete", lesson, solution(root, lesson))
@@ -107,14 +111,28 @@ def day(tmp_path_factory):
         answers = fixture_answers(student, lesson)
         submit(root, student, lesson, with_answers(notebook_path("lessons", lesson, root), answers))
     first_lesson_cases(root)
+    late = submit(root, "late", WRITTEN, solution(root, WRITTEN))
+    (late.parent / "timestamp.txt").write_text("2026-01-16 09:30:00.000000 UTC")
     autograde = course_cli(root, "autograde", "--jobs", "2")
+    hand_grade(root, "late", WRITTEN)
+    hand_graded = grade_table(root).set_index(["student", "lesson"])  # before any regrade
     resubmit_badly(root)
-    again = course_cli(root, "autograde", "--lesson", FIRST, "--jobs", "2",
-                       "--student", "crash", "--student", "broken_again", "--student", "late")
+    again = course_cli(root, "autograde", "--jobs", "2", "--student", "crash", "--student", "broken_again",
+                       "--student", "late")
     grades = course_cli(root, "grades")
     feedback = course_cli(root, "feedback", "--lesson", FIRST)
     return SimpleNamespace(root=root, autograde=autograde, again=again, grades=grades, feedback=feedback,
+                           hand_graded=hand_graded,
                            table=pd.read_csv(root / "grades.csv").set_index(["student", "lesson"]))
+
+
+def hand_grade(root, student, lesson):
+    """Full marks for every written answer, as the Formgrader saves them."""
+    with gradebook(root) as gb:
+        for grade in gb.find_submission_notebook(lesson, lesson, student).grades:
+            if grade.needs_manual_grade:
+                grade.manual_score, grade.needs_manual_grade = grade.max_score, False
+        gb.db.commit()
 
 
 def row(day, student, lesson=FIRST):
@@ -204,8 +222,22 @@ def test_a_wrapper_of_the_reference_earns_nothing_for_its_exercise(day):
 def test_late_penalty_from_the_config_survives_regrading(day):
     late = row(day, "late")
     assert late.score == 0 and late.penalty == late.auto_max and late.seconds_late == 16.5 * 3600
-    assert f"note    late/{FIRST}: submitted 16:30:00 after the due date, {late.auto_max:g} points off" in day.again.stdout
+    assert f"note    late/{FIRST}: submitted 16 h 30 min after the due date, {late.auto_max:g} points off" \
+        in day.again.stdout
     assert row(day, "complete").penalty == 0
+
+
+def test_a_zero_late_penalty_takes_a_hand_grade_given_after_autograde_too(day):
+    late = day.hand_graded.loc[("late", WRITTEN)]  # the solution: flagged as its near-copy
+    assert not late.needs_manual_grade and late.auto_score == late.auto_max < late.max_score
+    assert late.score == 0 and late.penalty == late.max_score, "the written answer's points are late too"
+
+
+def test_a_hand_grade_stands_when_the_same_answer_is_graded_again(day):
+    late = row(day, "late", WRITTEN)
+    assert not late.needs_manual_grade and "hand grading" not in late.status, \
+        "nbgrader asks for it again after a regrade; the answer did not change"
+    assert late.score == 0 and late.penalty == late.max_score
 
 
 def test_the_lms_file_holds_final_grades_only(day):
@@ -235,6 +267,9 @@ def test_feedback_only_from_current_grades(day):
         assert html.exists() == (not status.startswith("not graded") and status != "no submission"), student
     assert f"broken_again/{FIRST}: its last autograde failed" in day.feedback.stderr
     assert f"broken/{FIRST}: its last autograde failed" in day.feedback.stderr, "listed though never autograded"
+    shown = notebook_path("feedback/blank", FIRST, day.root).with_suffix(".html").read_text(encoding="utf-8")
+    assert "Checked when your notebook is graded" in shown and "BEGIN HIDDEN TESTS" not in shown, \
+        "a hidden test's header and outcome, not its code: the tests stay the course's"
     # nbgrader release_feedback needs a timestamp.txt, which a hand-placed submission lacks.
     assert (day.root / "feedback" / "complete" / FIRST / "timestamp.txt").exists()
 
@@ -252,6 +287,22 @@ def test_where_the_class_lost_points(day):
     assert (day.root / "grades_by_exercise.png").stat().st_size > 10_000
 
 
+def test_a_grade_whose_autograded_copy_is_gone_is_no_grade(day):
+    """`make clean` removes autograded/: the gradebook still holds points, but not the evidence the
+    flags are read from. Both the table and feedback say to grade again."""
+    graded = notebook_path("autograded/cheat", FIRST, day.root).parent
+    aside = graded.with_name("aside")
+    graded.rename(aside)
+    try:
+        table = grade_table(day.root).set_index(["student", "lesson"])
+        why = stale(day.root, "cheat", FIRST, {})
+    finally:
+        aside.rename(graded)
+    assert table.loc[("cheat", FIRST), "status"] == "not graded: its autograded copy is gone (run `make autograde`)"
+    assert pd.isna(table.loc[("cheat", FIRST), "score"]), "a flagged cheat must not turn into a clean grade"
+    assert why == "not autograded (or its autograded copy was removed): run `make autograde` first"
+
+
 def test_a_submission_handed_in_again_has_no_grade_until_graded_again(day):
     """Last in the module: it hands a notebook in again after the others read the day's results."""
     again = notebook_path("submitted/complete", FIRST, day.root)
@@ -265,4 +316,3 @@ def test_a_submission_handed_in_again_has_no_grade_until_graded_again(day):
     assert grades.returncode == 0
     assert table.loc[("complete", FIRST), "status"].startswith("not graded: handed in again since it was graded")
     assert pd.isna(table.loc[("complete", FIRST), "score"])
-
