@@ -542,19 +542,33 @@ _KERNEL_THREADS = frozenset(sys._current_frames())
 def _running_beside() -> str | None:
     """A thread or a process the notebook started that still runs, described; None if there is none.
     Started before a test, it runs out of the watch's sight (a reference's code copied there, a child
-    forked with the reference intact), so a test runs only while the notebook runs nothing beside it."""
-    threads = set(sys._current_frames()) - _KERNEL_THREADS - {threading.get_ident()}
-    monitor = getattr(sys.modules.get("tqdm._monitor"), "TMonitor", None)
-    for thread in threading.enumerate():
-        # tqdm's one monitor thread, which tqdm starts itself and which only watches its bars.
-        if type(thread) is monitor and getattr(thread.tqdm_cls, "monitor", None) is thread:
-            threads.discard(thread.ident)
-    if threads:
+    forked with the reference intact), so a test runs only while the notebook runs nothing beside it.
+    Threads that libraries start when they need them (pyzmq's, tqdm's) are theirs: they run only
+    installed code, and are no pool's workers, which run whatever they are handed."""
+    frames = sys._current_frames()
+    mine = sorted(ident for ident, frame in frames.items()
+                  if ident not in _KERNEL_THREADS and ident != threading.get_ident() and not _a_librarys(frame))
+    if mine:
         names = {thread.ident: thread.name for thread in threading.enumerate()}
-        return f"a thread the notebook started, {names.get(min(threads), 'unnamed')!r}, was running"
+        return f"a thread the notebook started, {names.get(mine[0], 'unnamed')!r}, was running"
     if children := sorted(set(_children()) - _KERNEL_CHILDREN):
         return f"a process the notebook started, pid {children[0]}, was running"
     return None
+
+
+# Where a pool's worker thread waits for work (concurrent.futures, multiprocessing.pool).
+POOL_WORKERS = {("thread.py", "_worker"), ("pool.py", "worker")}
+
+
+def _a_librarys(frame) -> bool:
+    """Whether a thread's stack, from `frame` down, is a library's own: installed code only (no cell's,
+    no string's), and no pool's worker."""
+    while frame is not None:
+        code = frame.f_code
+        if not _installed(code.co_filename) or (os.path.basename(code.co_filename), code.co_name) in POOL_WORKERS:
+            return False
+        frame = frame.f_back
+    return True
 
 
 def _children() -> list[int]:

@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -287,13 +288,22 @@ def test_a_thread_or_a_process_the_notebook_left_running_fails_the_block():
                 find_pii("mail a@b.io")
 
     stop = threading.Event()
-    worker = threading.Thread(target=stop.wait, name="worker")
-    worker.start()
+    serve = run("def serve(stop):\n    stop.wait()\n")["serve"]  # a cell's code, as the cheaters' workers ran
+    library = threading.Thread(target=stop.wait, name="library")  # installed code only, as pyzmq's and tqdm's
+    worker = threading.Thread(target=serve, args=(stop,), name="worker")
+    library.start()
     try:
+        with own_implementation(find_pii, "lab_utils.rules.find_pii"):
+            assert find_pii("mail a@b.io") == ["a@b.io"]
+        worker.start()
         fails("a thread the notebook started, 'worker'")
     finally:
         stop.set()
+        library.join()
         worker.join()
+    with ThreadPoolExecutor(1, thread_name_prefix="pool") as pool:  # installed code, and whatever it is handed
+        pool.submit(int).result()
+        fails("a thread the notebook started, 'pool_0'")
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         fails(f"a process the notebook started, pid {child.pid}")
