@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from lab_utils.course.autograde import Outcome, failure_reason, graded_copy, handed_in_again, statuses
+from lab_utils.course.autograde import Outcome, failure_reason, graded_copy, handed_in_again, score, statuses
 from lab_utils.course.config import api, submissions
 from lab_utils.paths import ROOT
 
@@ -39,9 +39,12 @@ def feedback_all(root: Path = ROOT, only: str | None = None) -> Iterator[Outcome
         if not problem:
             result = grader.generate_feedback(lesson, student)
             problem = None if result["success"] else f"nbgrader failed ({failure_reason(result)})"
+        notes = []
         if not problem:
             stamp(root / "feedback" / student / lesson)
-        yield Outcome(student, lesson, problem=problem, seconds=time.perf_counter() - start)
+            if waiting := score(lesson, student, root).waiting:
+                notes.append(f"{waiting:g} points still wait for hand grading: this feedback shows them as none")
+        yield Outcome(student, lesson, problem=problem, notes=notes, seconds=time.perf_counter() - start)
 
 
 def stamp(folder: Path) -> None:

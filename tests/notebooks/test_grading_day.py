@@ -22,7 +22,7 @@ import pytest
 
 from coursetools import course_cli, graded_cell, new_course, solution
 from lab_utils.course.config import gradebook
-from lab_utils.course.feedback import stale
+from lab_utils.course.feedback import feedback_all, stale
 from lab_utils.course.grades import grade_table
 from nbtools import (LESSONS, STUDENTS, fixture_answers, nbgrader_meta, notebook_path, points_lost, submit,
                      with_answers)
@@ -273,6 +273,13 @@ def test_feedback_only_from_current_grades(day):
     # nbgrader release_feedback needs a timestamp.txt, which a hand-placed submission lacks.
     assert (day.root / "feedback" / "complete" / FIRST / "timestamp.txt").exists()
 
+
+
+def test_feedback_says_when_points_still_wait_for_hand_grading(day):
+    waiting = row(day, "different", WRITTEN)
+    made = {o.student: o for o in feedback_all(day.root, WRITTEN) if o.student in ("complete", "different")}
+    assert made["different"].notes == [f"{waiting.max_score - waiting.auto_max:g} points still wait for hand "
+                                       "grading: this feedback shows them as none"]
 
 def test_where_the_class_lost_points(day):
     exercises = pd.read_csv(day.root / "grades_by_exercise.csv")
