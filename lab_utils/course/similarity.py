@@ -9,6 +9,8 @@ functions that are near-copies of library functions count when together they are
 written answer, so pasting the library's helpers one by one, each short, is found too.
 Blank answers (the released stub, or a body that still raises NotImplementedError) are skipped, and
 so are short ones: honest short answers to one exercise converge, so their likeness proves nothing.
+Written answers are compared as their words (case, punctuation and layout set aside), with the
+solution's and with every other student's.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ MIN_WRITTEN_TOKENS = 100
 # A function shorter than this is not compared with lab_utils: one-line helpers written honestly
 # coincide with the library's by shape alone.
 MIN_FUNCTION_TOKENS = 20
+# A written answer shorter than this is not compared: a sentence or two can coincide.
+MIN_WRITTEN_WORDS = 30
 
 
 class _Normalize(ast.NodeTransformer):
@@ -92,15 +96,21 @@ def similarity(a: list[str], b: list[str], at_least: float = 0.0) -> float:
     return matcher.ratio() if matcher.quick_ratio() >= at_least else 0.0
 
 
-def _answers(path: Path) -> dict[str, str]:
-    """grade_id -> source of every code answer cell of a notebook ({} if it cannot be read)."""
+def _answers(path: Path, cell_type: str = "code") -> dict[str, str]:
+    """grade_id -> source of every answer cell of a notebook of this type (markdown: the written
+    answers); {} if the notebook cannot be read."""
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception:  # a broken submission is reported by autograde; here it has no answers
         return {}
     return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if c.cell_type == "code" and c.get("metadata", {}).get("nbgrader", {}).get("solution")
+            if c.cell_type == cell_type and c.get("metadata", {}).get("nbgrader", {}).get("solution")
             and "grade_id" in c.metadata["nbgrader"]}
+
+
+def words(text: str) -> list[str]:
+    """A written answer as the words it is made of: case, punctuation and layout set aside."""
+    return re.findall(r"\w+", text.lower())
 
 
 def _blank(source: str, stub: list[str] | None) -> bool:
@@ -157,15 +167,20 @@ def near_copies(root: Path, lesson: str) -> dict[str, str]:
     root = Path(root)
     name = f"{lesson}.ipynb"
     solution = {k: tokens(v) or [] for k, v in _answers(root / "solutions" / lesson / name).items()}
+    prose = {k: words(v) for k, v in _answers(root / "solutions" / lesson / name, "markdown").items()}
     stubs = {k: tokens(v) for k, v in _answers(root / "lessons" / lesson / name).items()}
     submitted = sorted(p for p in (root / "submitted").glob(f"*/{lesson}/{name}"))
-    library = _library_functions()
-    written: dict[str, dict[str, tuple[str, list[str]]]] = {}  # student -> exercise -> (source, tokens)
+    # student -> exercise -> (source of a code answer or None for a written one, its tokens or words)
+    written: dict[str, dict[str, tuple[str | None, list[str]]]] = {}
     for path in submitted:
         student = path.parent.parent.name
         for exercise, source in _answers(path).items():
             if exercise in solution and not _blank(source, stubs.get(exercise)):
                 written.setdefault(student, {})[exercise] = (source, tokens(source))
+        for exercise, text in _answers(path, "markdown").items():
+            if exercise in prose and len(said := words(text)) >= MIN_WRITTEN_WORDS:
+                written.setdefault(student, {})[exercise] = (None, said)
+    solution |= prose
     # student -> the other party -> [(exercise, score)]: one reason per party keeps a row readable.
     reasons: dict[str, dict[str, list[tuple[str, float]]]] = {}
 
@@ -177,7 +192,7 @@ def near_copies(root: Path, lesson: str) -> dict[str, str]:
             score = similarity(mine, solution[exercise], THRESHOLD)
             if score >= THRESHOLD:
                 flag(student, exercise, "the reference solution", score)
-            elif copies := _library_copies(source):
+            elif source is not None and (copies := _library_copies(source)):
                 flag(student, exercise, ", ".join(dotted for dotted, _ in copies), max(s for _, s in copies))
     for (one, a), (two, b) in itertools.combinations(sorted(written.items()), 2):
         for exercise in sorted(a.keys() & b.keys()):

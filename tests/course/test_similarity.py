@@ -165,6 +165,28 @@ def test_library_helpers_pasted_one_by_one_are_a_copy_though_each_is_short(tmp_p
         "in recall-at-k (up to 1.00)" in found, found
 
 
+WRITTEN_LESSON, WRITTEN_ANSWER = "04_measuring_recall", "written-decision"
+KEEP = ("I would keep the disciplined memory. Its recall at three is the same as the naive store's within "
+        "the interval, but it hands the model far fewer words per query, and the stale-fact rate falls, "
+        "because a changed fact no longer reaches the context beside its old value.")
+SWITCH = ("Switching is not yet justified by these numbers: the intervals of the two readers overlap on "
+          "every ability, the gold set is small, and a handful of items decide the difference, so I would "
+          "collect more labelled queries before changing what production reads.")
+
+
+def test_written_answers_copied_are_flagged_word_for_word(tmp_path):
+    """An outside instructor's two students handed in the same written answer: nothing flagged it."""
+    released = notebook_path("lessons", WRITTEN_LESSON)
+    retyped = KEEP.upper().replace(",", " ;").replace(". ", ".\n\n")  # case, punctuation and layout changed
+    answers = {"fay": KEEP, "gus": retyped, "hal": SWITCH, "ivy": "Keep it: fewer words, same recall."}
+    hand_in(tmp_path, WRITTEN_LESSON, {student: with_answers(released, {WRITTEN_ANSWER: text})
+                                       for student, text in answers.items()})
+    assert len(similarity.words(KEEP)) >= similarity.MIN_WRITTEN_WORDS > len(similarity.words(answers["ivy"]))
+    found = similarity.near_copies(tmp_path, WRITTEN_LESSON)
+    assert set(found) == {"fay", "gus"}, found
+    assert found["fay"] == f"near-copy of gus's answer in {WRITTEN_ANSWER} (up to 1.00)"
+
+
 def test_a_short_helper_named_like_a_lab_utils_function_is_not_a_copy(course):
     helper = '\n\ndef _digits(text: str) -> str:\n    return "".join(c for c in text if c.isdigit())\n'
     submit(course, "bob", LESSON, with_answers(notebook_path("lessons", LESSON), {EXERCISE: BOB + helper}))
@@ -185,3 +207,4 @@ def test_the_instructors_guide_states_the_bars_in_use():
     assert f"at least {similarity.THRESHOLD:g} alike" in guide
     assert f"under {similarity.MIN_WRITTEN_TOKENS} such tokens" in guide
     assert f"each under {similarity.MIN_FUNCTION_TOKENS} such tokens is left out" in guide
+    assert f"(at least {similarity.MIN_WRITTEN_WORDS} words)" in guide
