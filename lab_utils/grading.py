@@ -534,11 +534,6 @@ def _watch(references: list[tuple[str, FunctionType]], copied: list, switched_of
     return watch
 
 
-# The kernel's own threads and processes: a lesson's first cell imports this module (the grader, before
-# any cell).
-_KERNEL_THREADS = frozenset(sys._current_frames())
-
-
 def _running_beside() -> str | None:
     """A thread or a process the notebook started that still runs, described; None if there is none.
     Started before a test, it runs out of the watch's sight (a reference's code copied there, a child
@@ -582,6 +577,9 @@ def _children() -> list[int]:
     return alive
 
 
+# The kernel's own threads and processes: a lesson's first cell imports this module (the grader, before
+# any cell).
+_KERNEL_THREADS = frozenset(sys._current_frames())
 _KERNEL_CHILDREN = frozenset(_children())
 
 

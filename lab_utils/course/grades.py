@@ -26,8 +26,8 @@ COLUMNS = ["student", "lesson", "score", "max_score", "auto_score", "auto_max", 
 
 
 def _flags(root: Path, student: str, lesson: str, near_copies: dict[str, str]) -> list[str]:
-    graded = graded_copy(root, student, lesson)
-    found = integrity.flags(graded) + tampering.of_submission(root, student, lesson) if graded.exists() else []
+    """What a person should look at in a graded submission (its autograded copy is there)."""
+    found = integrity.flags(graded_copy(root, student, lesson)) + tampering.of_submission(root, student, lesson)
     return found + ([near_copies[student]] if student in near_copies else [])
 
 
