@@ -278,9 +278,8 @@ def redefined(value) -> tuple[type, set[str]] | None:
         return None
     # (Defining __eq__ sets __hash__ to None: that follows from the change, it is not another; an
     # enum of strings sets __str__ to str's own.)
-    own = {name for c in cls.__mro__ if _made_by_notebook(c) for name, value in vars(c).items()
-           if not (name == "__hash__" and value is None) and value is not vars(base).get(name)}
-    changed = (own & set(dir(base))) - HARMLESS
+    changed = {name for c in cls.__mro__ for name in _notebooks_members(c, set(dir(base)) - HARMLESS)
+               if not (name == "__hash__" and vars(c)[name] is None) and vars(c)[name] is not vars(base).get(name)}
     return (base, changed) if changed else None
 
 
@@ -309,6 +308,17 @@ def _made_by_notebook(cls: type) -> bool:
     return found is not cls or (file is not None and not _installed(file))
 
 
+def _notebooks_members(cls: type, names: set[str]) -> set[str]:
+    """Which of `names` `cls` defines as the notebook made them: all of a class the notebook made; of a
+    library's class, the members whose code no file has (`Library.__eq__ = lambda ...`, planted there
+    with a class passed off under the library's name), but for "<string>", where dataclasses compile theirs."""
+    mine = vars(cls).keys() & names
+    if _made_by_notebook(cls):
+        return mine
+    return {name for name in mine if (code := _code_of(vars(cls)[name])) is not None
+            and not _installed(code.co_filename) and code.co_filename != "<string>"}
+
+
 def _code_of(member) -> CodeType | None:
     """The code a class's member runs: a function's, a static or class method's, a property's getter."""
     member = getattr(member, "fget", member)
@@ -322,8 +332,7 @@ def pretends(value) -> str | None:
         base, changed = found
         return (f"a {base.__name__} subclass, {type(value).__name__}, {DECIDES} through "
                 f"{', '.join(sorted(changed))} (redefined in the notebook): return a plain {base.__name__}")
-    own = {name for c in type(value).__mro__ if c is not object and _made_by_notebook(c) for name in vars(c)}
-    if changed := own & COMPARING:
+    if changed := {name for c in type(value).__mro__ if c is not object for name in _notebooks_members(c, COMPARING)}:
         return (f"an object of {type(value).__name__}, a class of the notebook's own, {DECIDES} through "
                 f"{', '.join(sorted(changed))}: return the type the exercise names")
     if value.__class__ is not type(value):  # isinstance() believes __class__
@@ -334,13 +343,20 @@ def pretends(value) -> str | None:
     return None
 
 
+class _Stranger:
+    """What no honest result equals: an object of a class of this module's (a bare object() is one a
+    cheat can tell apart: `__eq__ = lambda self, other: type(other) is not object`)."""
+
+
 def _equal_to_anything(value) -> bool:
     """Does `value` say it equals an object nothing should equal?"""
-    stranger = object()
-    try:
-        return (value == stranger) is True or (value != stranger) is False
-    except Exception:  # a comparison that fails is no claim of equality
-        return False
+    for stranger in (object(), _Stranger()):
+        try:
+            if (value == stranger) is True or (value != stranger) is False:
+                return True
+        except Exception:  # a comparison that fails is no claim of equality
+            continue
+    return False
 
 
 def _parts(value, depth: int = 0) -> Iterator:
@@ -372,10 +388,14 @@ def _notebook_cells() -> set[str]:
 
 
 def _sealed_cells() -> tuple[str, ...] | None:
-    """The notebook's cells as autograde sealed them, from its audit hook; None elsewhere (Validate)."""
+    """The notebook's cells as autograde sealed them, from its audit hook; None elsewhere (Validate). The
+    hook hands them out once: to this module, imported before any cell of the notebook's runs."""
     box: list = []
     sys.audit(SEALED_CELLS, box)
     return box[0] if box and type(box[0]) is tuple else None
+
+
+_SEALED = _sealed_cells()
 
 
 def _written_in_a_cell(code: CodeType, cells: set[str], sealed: tuple[str, ...] | None) -> bool:
@@ -408,11 +428,12 @@ def _compiled_from(filename: str, source: str) -> frozenset:
     return frozenset(_signature(code) for codes in _compiled(source, filename) for code in codes)
 
 
-def _compiled(source: str, filename: str) -> Iterator[list[CodeType]]:
-    """Every code object of `source`, compiled with and without `from __future__ import annotations`."""
+def _compiled(source: str, filename: str, optimize: int = -1) -> Iterator[list[CodeType]]:
+    """Every code object of `source`, compiled with and without `from __future__ import annotations`
+    (at the optimization level given; -1: the interpreter's)."""
     for flags in (0, __future__.annotations.compiler_flag):
         try:
-            stack, codes = [compile(source, filename, "exec", flags=flags, dont_inherit=True)], []
+            stack, codes = [compile(source, filename, "exec", flags=flags, dont_inherit=True, optimize=optimize)], []
         except SyntaxError:  # a cell with a syntax error defines nothing
             continue
         while stack:
@@ -441,8 +462,10 @@ def _shapes_of(reference: FunctionType) -> set[tuple]:
         source = textwrap.dedent(inspect.getsource(reference))
     except (OSError, TypeError):
         return shapes
-    for codes in _compiled(source, "<copy>"):
-        shapes.update(_shape(c) for c in codes if c.co_name == reference.__code__.co_name)
+    # A copy may be compiled without its asserts (-O) or its docstrings too (-OO): other constants and code.
+    for optimize in (0, 1, 2):
+        for codes in _compiled(source, "<copy>", optimize):
+            shapes.update(_shape(c) for c in codes if c.co_name == reference.__code__.co_name)
     return shapes
 
 
@@ -508,7 +531,7 @@ def _watch(references: list[tuple[str, FunctionType]], copied: list, switched_of
     from code that is not installed."""
     shapes = {shape: dotted for dotted, reference in references for shape in _copy_shapes(reference)}
     first_ops = {shape[0] for shape in shapes}  # a quick test before the whole shape
-    cells, sealed = _notebook_cells(), _sealed_cells()
+    cells, sealed = _notebook_cells(), _SEALED
     label = references[0][0] if references else "lab_utils"
     setting = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
                _thread.start_new_thread: "a thread started without it", **OUT_OF_SIGHT}
@@ -546,8 +569,8 @@ def _running_beside() -> str | None:
     if mine:
         names = {thread.ident: thread.name for thread in threading.enumerate()}
         return f"a thread the notebook started, {names.get(mine[0], 'unnamed')!r}, was running"
-    if children := sorted(set(_children()) - _KERNEL_CHILDREN):
-        return f"a process the notebook started, pid {children[0]}, was running"
+    if others := sorted(set(_processes()) - _KERNEL_PROCESSES):
+        return f"a process the notebook started, pid {others[0]}, was running"
     return None
 
 
@@ -566,21 +589,30 @@ def _a_librarys(frame) -> bool:
     return True
 
 
-def _children() -> list[int]:
-    """The kernel's child processes that are alive, not exited (found on Linux only)."""
-    alive = []
-    for listed in Path("/proc/self/task").glob("*/children"):
-        for pid in listed.read_text().split():
-            with suppress(OSError):  # gone meanwhile
-                if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                    alive.append(int(pid))
-    return alive
+def _processes() -> list[int]:
+    """The processes beside the kernel that are alive, not exited (found on Linux only): in the sandbox's
+    pid namespace, every one but its init, bwrap (a process detached from the kernel, `cmd &` through a
+    shell, is its child then); elsewhere the kernel's children."""
+    with suppress(OSError):
+        if Path("/proc/1/comm").read_text().strip() == "bwrap":
+            others = [p.name for p in Path("/proc").iterdir() if p.name.isdigit() and p.name != "1"]
+            return [int(pid) for pid in others if pid != str(os.getpid()) and _alive(pid)]
+    return [int(pid) for listed in Path("/proc/self/task").glob("*/children") for pid in listed.read_text().split()
+            if _alive(pid)]
+
+
+def _alive(pid: str) -> bool:
+    """Whether the process runs: it has not exited (a zombie) nor gone meanwhile."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 # The kernel's own threads and processes: a lesson's first cell imports this module (the grader, before
 # any cell).
 _KERNEL_THREADS = frozenset(sys._current_frames())
-_KERNEL_CHILDREN = frozenset(_children())
+_KERNEL_PROCESSES = frozenset(_processes())
 
 
 def _own(code: CodeType) -> bool:

@@ -82,8 +82,8 @@ TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceba
 
 def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
     """Add an audit hook that refuses any later one, any change to itself, and Python's test modules,
-    and hands the notebook's `cells` as sealed (to lab_utils.grading) and the kernel's shell (to the
-    reports) when it raises the event `asked`.
+    and hands the notebook's `cells` as sealed (once: to lab_utils.grading) and the kernel's shell (to
+    the reports) when it raises the event `asked`.
     Runs inside the kernel before the notebook's first cell, shipped as source: self-contained."""
     import sys
 
@@ -93,7 +93,7 @@ def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
     # run whatever the notebook put in their place, which could hide a hook while the report looks.
     shell = get_ipython()
 
-    def refuse(event, args, me=None, asked=None, cells=(), shell=None):
+    def refuse(event, args, me=None, asked=None, cells=None, shell=None):
         # An audit hook sees each statement's syntax tree before it is compiled and could rewrite it
         # (drop a test's asserts); once added, none can be removed. The C API's test modules can
         # change how Python compiles (_testinternalcapi.set_config: asserts compiled away). Raising
@@ -105,9 +105,10 @@ def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
         if event == "import" and args[0] in ("_testinternalcapi", "_testcapi"):
             {}["while a notebook is graded, Python's test modules cannot be imported"]
         if event == asked:  # out of the notebook's reach: a record of IPython's could be forged
-            args[0].extend((cells, shell))
+            # The cells, hidden tests and all, once: to lab_utils.grading, imported before the notebook.
+            args[0].extend((cells.pop() if cells else None, shell))
 
-    refuse.__defaults__ = (refuse, asked, cells, shell)
+    refuse.__defaults__ = (refuse, asked, [cells], shell)
     sys.addaudithook(refuse)
 
 

@@ -28,7 +28,10 @@ NAMES = {"exec", "eval", "compile", "__import__", "globals", "vars", "locals", "
 # Modules an answer to these lessons never needs: the interpreter's and the kernel's insides, the grader.
 MODULES = {"builtins", "ast", "inspect", "dis", "gc", "ctypes", "importlib", "IPython", "ipykernel", "traceback",
            "threading", "_thread", "multiprocessing", "subprocess", "signal", "atexit", "weakref", "marshal",
-           "code", "codeop", "unittest", "_xxsubinterpreters", "_interpreters", "linecache"}
+           "code", "codeop", "unittest", "_xxsubinterpreters", "_interpreters", "linecache",
+           # Running a file as code (a library's source, copied and changed), serving calls from a thread.
+           "runpy", "py_compile", "compileall", "imp", "pkgutil", "zipimport", "socket", "socketserver", "asyncio",
+           "concurrent", "pty"}
 GRADER = ("lab_utils.grading", "lab_utils.course")
 # Attributes of code, frames, tracebacks, classes and the kernel's shell.
 ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__", "__bases__", "__base__",
@@ -39,9 +42,17 @@ ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subcl
               "input_transformer_manager", "user_ns", "user_global_ns", "displayhook", "excepthook", "settrace",
               "setprofile", "_getframe", "meta_path", "path_hooks", "addaudithook", "breakpointhook", "run_cell",
               "run_code", "ast_parse", "set_custom_exc", "InteractiveTB", "display_pub", "shell_handlers",
-              "history_manager", "_GeneratorContextManager", "fork", "forkpty", "_exit", "execv", "execve"}
+              "history_manager", "_GeneratorContextManager", "fork", "forkpty", "_exit", "execv", "execve",
+              "__setattr__", "__delattr__", "__file__"}
+# Functions of a library an answer never needs, whose names are common words elsewhere (`prompt.system`).
+CALLS = {"os.system", "os.popen", "os.spawnv", "os.spawnl", "os.posix_spawn", "os.posix_spawnp", "sys.audit"}
+# Functions that read an attribute by the name they are given, as getattr does.
+GETTERS = {"attrgetter", "methodcaller"}
 # How an object of the student's own class compares: a result equal to anything passes any test.
 COMPARING = {"__eq__", "__ne__", "__hash__"}
+# What a class body of an honest answer may set besides its fields and methods: others (`__eq__ = lambda
+# ...`, `__module__ = "json"`) decide how its objects compare or pass the class off as a library's.
+CLASS_SETTINGS = {"__slots__", "__doc__", "__match_args__", "__annotations__"}
 # Where an assignment into a library is a setting, not a patch (`plt.rcParams[...] = ...`).
 SETTINGS = {"rcParams", "options"}
 # The magics students use out of habit (`%matplotlib inline`), which IPython turns into get_ipython() calls.
@@ -63,7 +74,7 @@ def _magic(node: ast.Call) -> bool:
 
 
 def _denied(module: str) -> bool:
-    return module.split(".")[0] in MODULES or module.startswith(GRADER)
+    return module.split(".")[0] in MODULES or module.startswith(GRADER) or module in CALLS
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:
@@ -77,9 +88,11 @@ def _imports(tree: ast.Module) -> dict[str, str]:
     return imported
 
 
-def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str]) -> list[str]:
+def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str],
+            shared: frozenset[str] = frozenset()) -> list[str]:
     """What a cell names that reaches into the kernel or the interpreter, in the order found; `helpers`
-    are the functions the lesson's own cells define, `given` the names they import."""
+    are the functions the lesson's own cells define, `given` the names they import, `shared` the names
+    they assign (a test's list of references, which an answer's `global` could empty)."""
     imported = given | _imports(tree)
     habits = {id(node.func.value.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and _magic(node)}
     found = []
@@ -95,6 +108,14 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str]) -> list[
             found.append(f"{node.value.id}.{node.attr}")
         elif isinstance(node, ast.Call) and _getattr_inside(node, imported):
             found.append(f"getattr({node.args[0].id}, ...)")
+        elif isinstance(node, ast.Call) and (name := _got_inside(node)) is not None:
+            found.append(f"{name}({ast.unparse(node.args[0])})")
+        elif isinstance(node, ast.Global):
+            found += [f"global {name} (a name of the lesson's cells)" for name in node.names if name in shared]
+        elif isinstance(node, ast.ClassDef):
+            found += [f"{target.id} = ... in class {node.name}" for item in node.body if isinstance(item, ast.Assign)
+                      for target in item.targets if isinstance(target, ast.Name) and target.id.startswith("__")
+                      and target.id.endswith("__") and target.id not in CLASS_SETTINGS]
         elif isinstance(node, ast.Attribute) and node.attr in ATTRIBUTES:
             found.append(f".{node.attr}")
         elif isinstance(node, ast.Name) and node.id in NAMES and id(node) not in habits:
@@ -116,6 +137,13 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str]) -> list[
                 found.append(f"{ast.unparse(target)} = ...")
     found += [f"def {name} (the lesson's own helper)" for name in sorted(_defined(tree) & helpers)]
     return list(dict.fromkeys(found))
+
+
+def _assigned(tree: ast.Module) -> set[str]:
+    """The names a cell assigns at its top level."""
+    targets = [t for node in tree.body if isinstance(node, ast.Assign) for t in node.targets]
+    targets += [node.target for node in tree.body if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For))]
+    return {name.id for target in targets for name in ast.walk(target) if isinstance(name, ast.Name)}
 
 
 def _spelled(node: ast.AST) -> str | None:
@@ -143,8 +171,10 @@ def _private(name: str) -> bool:
 
 
 def _inside(library: str, attr: str) -> bool:
-    """Whether `library.attr` is a library's inside: a private name, its namespace, the modules loaded."""
-    return _private(attr) or attr in ATTRIBUTES or attr == "__dict__" or (library, attr) == ("sys", "modules")
+    """Whether `library.attr` is a library's inside: a private name, its namespace, the modules loaded, a
+    module it imported that an answer may not (`socketserver.threading`), a function no answer needs."""
+    return (_private(attr) or attr in ATTRIBUTES or attr == "__dict__" or (library, attr) == ("sys", "modules")
+            or attr in MODULES or f"{library}.{attr}" in CALLS)
 
 
 def _getattr_inside(call: ast.Call, imported: dict[str, str]) -> bool:
@@ -154,6 +184,17 @@ def _getattr_inside(call: ast.Call, imported: dict[str, str]) -> bool:
         return False
     name = call.args[1]
     return not isinstance(name, ast.Constant) or _inside(imported[call.args[0].id], str(name.value))
+
+
+def _got_inside(call: ast.Call) -> str | None:
+    """`operator.attrgetter("_pattern")`: the getter's name when it is given a constant that names an
+    inside (a private name, an attribute of ATTRIBUTES), else None."""
+    name = getattr(call.func, "id", getattr(call.func, "attr", None))
+    if name not in GETTERS or not call.args:
+        return None
+    named = [part for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+             for part in arg.value.split(".")]
+    return name if any(_private(part) or part in ATTRIBUTES for part in named) else None
 
 
 def findings(submitted: Path, released: Path) -> list[str]:
@@ -172,13 +213,14 @@ def findings(submitted: Path, released: Path) -> list[str]:
     helpers = set().union(*(_defined(t) for c, t in given if t and not utils.is_solution(c)))
     helpers -= set().union(*(_defined(t) for c, t in given if t and utils.is_solution(c)))
     imported = {name: dotted for _, t in given if t for name, dotted in _imports(t).items()}
+    shared = frozenset().union(*(_assigned(t) for c, t in given if t and not utils.is_solution(c)))
     found = []
     for number, cell in enumerate(mine.cells, 1):
         grade_id = _grade_id(cell)
         if cell.cell_type != "code" or cell.source.strip() in unchanged or grade_id in tests:
             continue
         tree = parsed_cell(cell.source)
-        named = reaches(tree, helpers, imported) if tree is not None else []
+        named = reaches(tree, helpers, imported, shared) if tree is not None else []
         if named:
             where = f"answer {grade_id}" if grade_id in answers else f"cell {number}"
             shown = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")

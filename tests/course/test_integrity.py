@@ -499,6 +499,15 @@ exec(compile(source, name, "exec", dont_inherit=True))
 """
 
 
+def test_the_sealed_cells_reach_the_grader_alone(tmp_path):
+    """An outside cheater raised the grader's audit event to read every cell, hidden tests included, and
+    answered what they expect: the audit hook hands the cells out once, to lab_utils.grading."""
+    asked = ("import sys\nbox = []\nsys.audit('lab_utils.grading.sealed_cells', box)\n"
+             "def double(x):\n    return 2 * x if box[0] is None else x\n")
+    cell, _ = run_sealed(exercise(asked), tmp_path)
+    assert errors(cell) == [], "the answer found the sealed cells"
+
+
 def test_a_cell_forged_into_ipythons_records_is_no_cell_of_the_notebook(tmp_path):
     """The reference compiled under a cell's name that IPython's records were made to show: autograde
     knows the notebook's cells from its own audit hook, where no cell can forge one."""

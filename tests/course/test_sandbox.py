@@ -38,6 +38,9 @@ TMP_FILE = Path("/tmp") / f"lab-sandbox-{TOKEN}.txt"
 # The classic fork bomb, a third student's: every copy forks on, and the copies at the cap keep the
 # cores so busy that the kernel could not even answer an interrupt.
 BOMB = "import os\nwhile True:\n    os.fork()"
+# An outside cheater's helper, left running through a shell (`cmd &`): the shell ends at once, and the
+# helper, no child of the kernel's, lives on in the sandbox as its init's.
+DAEMON = f"import os, sys\nos.system(f\"{{sys.executable}} -c 'import time; time.sleep(300)' {TOKEN} &\")"
 MAX_PROCESSES = 100
 KEY = f"sk-ant-canary-{TOKEN}"
 UNCAPPED = "processes cannot be capped here (root, no pids cgroup): autograde warns of it"
@@ -120,6 +123,7 @@ def graded():
         submit(root, "attacker", LESSON, attacker)
         submit(root, "bomber", LESSON, with_cell(solution(root, LESSON), BOMB))
         submit(root, "quitter", LESSON, with_cell(solution(root, LESSON), "import os\nos._exit(0)"))
+        submit(root, "daemon", LESSON, with_cell(solution(root, LESSON), DAEMON))
         with pytest.MonkeyPatch.context() as env:
             env.setenv("ANTHROPIC_API_KEY", KEY)  # the grader's own, which no kernel may see
             run = course_cli(root, "autograde", "--jobs", "2")
@@ -137,8 +141,8 @@ def graded():
 
 def test_every_submission_is_still_graded_in_full(graded):
     assert graded.run.returncode == 0
-    assert "autograde: 4 of 4 submissions done" in graded.run.stdout
-    table = graded.table.drop("quitter")  # its kernel exits at once, by its own hand
+    assert "autograde: 5 of 5 submissions done" in graded.run.stdout
+    table = graded.table.drop(["quitter", "daemon"])  # its kernel exits at once, by its own hand; see below
     assert (table.auto_score == table.auto_max).all(), "an attack cell must not cost the rest of the notebook"
     assert not table.status.str.startswith("not graded").any()
 
@@ -176,6 +180,12 @@ def test_nothing_the_student_started_outlives_the_kernel(graded):
     # The kernels' socket folders too, the quitter's (whose kernel died) among them.
     left = [d.name for d in Path(tempfile.gettempdir()).glob(f"{cgroup.PREFIX}*") if not cgroup.creator_alive(d)]
     assert not left, f"kernel socket folders left behind: {left}"
+
+
+def test_a_process_left_running_through_a_shell_costs_the_tests_beside_it(graded):
+    daemon = graded.table.loc["daemon"]
+    assert daemon.auto_score == 0 < daemon.auto_max, "the helper ran beside every test"
+    assert "the answer switched off the watch" in daemon.status and "(os.system)" in daemon.status, daemon.status
 
 
 def test_a_kernel_cgroup_is_swept_only_once_its_grader_is_gone():

@@ -18,7 +18,7 @@ def lesson(answer: str = "def answer():\n    raise NotImplementedError()") -> nb
     grading = {"schema_version": 3, "task": False, "locked": True, "points": 1}
     return new_notebook(cells=[
         new_code_cell("from lab_utils.attacks.defenses import DEFENSES\nfrom lab_utils import rules"),
-        new_code_cell("def check(value):\n    assert value == 2, 'two'"),
+        new_code_cell("EXPECTED = 2\n\ndef check(value):\n    assert value == EXPECTED, 'two'"),
         new_code_cell(answer, metadata={"nbgrader": {**grading, "grade": False, "grade_id": "answer",
                                                      "locked": False, "solution": True}}),
         new_code_cell("check(answer())", metadata={"nbgrader": {**grading, "grade": True, "grade_id": "test-answer",
@@ -63,6 +63,25 @@ CHEATS = {
     "the kernel's input history": ("def answer():\n    return len(In[-1])", "In"),
     "the grader imported": ("from lab_utils import grading\ndef answer():\n    return 2",
                             "from lab_utils import grading"),
+    # From a later round of outside cheaters: a library's source run as a module of their own (renamed,
+    # or compiled without docstrings, so that no copy matches the reference), a server's thread reached
+    # through socketserver, a process detached through a shell, the grader's audit event raised to read
+    # the hidden tests, a private pattern kept by a getter, a test's list emptied through `global`, and
+    # a class equal to anything that passes itself off as json's.
+    "a library's file run as code": ("import runpy\nfrom lab_utils import rules\nNS = runpy.run_path(rules.__file__)",
+                                     "import runpy"),
+    "a copy compiled ahead": ("import py_compile\ndef answer():\n    return 2", "import py_compile"),
+    "a thread reached through another module": ("import socketserver as s\ns.threading.Thread(target=print).start()",
+                                                "s.threading"),
+    "a process detached through a shell": ("import os\nos.popen('sleep 60 &')", "os.popen"),
+    "the grader's audit event raised": ("import sys\nbox = []\nsys.audit('lab_utils.grading.sealed_cells', box)",
+                                        "sys.audit"),
+    "a private attribute by a getter": ("from operator import attrgetter\nkept = attrgetter('_INSTRUCTION')(rules)",
+                                        "attrgetter('_INSTRUCTION')"),
+    "a name of the lesson's rebound": ("def answer():\n    global EXPECTED\n    EXPECTED = 3\n    return 3",
+                                       "global EXPECTED (a name of the lesson's cells)"),
+    "a class passed off as a library's": ("class Two(int):\n    __module__ = 'json'\n    __eq__ = lambda s, o: True\n"
+                                          "def answer():\n    return Two(2)", "__eq__ = ... in class Two"),
 }
 
 
@@ -82,7 +101,9 @@ def test_a_cell_of_the_students_own_is_read_and_named_by_its_number(tmp_path):
 def test_habits_settings_and_test_cells_are_not_read(tmp_path):
     habits = ("%matplotlib inline\n%load_ext autoreload\n%autoreload 2\nimport matplotlib.pyplot as plt\n"
               "import pandas as pd\nplt.rcParams['figure.figsize'] = (8, 3)\npd.options.display.max_rows = 20\n"
-              "def answer():\n    return 2")
+              "from operator import attrgetter\nfrom dataclasses import dataclass\n@dataclass\nclass Row:\n"
+              "    __slots__ = ('value',)\n    value: int\n"
+              "def answer():\n    return max([Row(2)], key=attrgetter('value')).value")
     # A test cell changed runs as released at autograde (integrity names the change): nothing of it runs.
     assert scan(tmp_path, habits, test="import sys\nsys.settrace(print)") == []
 

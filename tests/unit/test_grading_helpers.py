@@ -2,6 +2,7 @@
 
 import functools
 import inspect
+import json
 import re
 import subprocess
 import sys
@@ -22,7 +23,7 @@ def kernel_as_it_is(monkeypatch):
     """This process's threads and children play the kernel's own, as a kernel's are when a lesson
     imports lab_utils.grading: other tests of the run may have started some since."""
     monkeypatch.setattr(grading, "_KERNEL_THREADS", frozenset(sys._current_frames()))
-    monkeypatch.setattr(grading, "_KERNEL_CHILDREN", frozenset(grading._children()))
+    monkeypatch.setattr(grading, "_KERNEL_PROCESSES", frozenset(grading._processes()))
 
 
 def run(source: str):
@@ -130,6 +131,10 @@ COPIED_AT_RUN_TIME = {
     "its source, compiled again": "import inspect, lab_utils.memory as q\n"
                                   "from lab_utils.memory import Memory, NOTHING\n"
                                   "exec(inspect.getsource(q.format_recall))\n",
+    "its source, compiled without docstrings": "import inspect, lab_utils.memory as q\n"
+                                                "from lab_utils.memory import Memory, NOTHING\n"
+                                                "exec(compile(inspect.getsource(q.format_recall), 'c', 'exec', "
+                                                "optimize=2))\n",
     "its code, in a helper": "import types, lab_utils.memory as q\nfrom lab_utils.memory import NOTHING\n"
                              "_r = types.FunctionType(q.format_recall.__code__, globals(), 'helper')\n"
                              "def format_recall(ms):\n    return _r(ms)\n",
@@ -274,6 +279,26 @@ def test_a_result_that_only_pretends_fails_the_block(source, said):
     find_pii = run(source)["find_pii"]
     with pytest.raises(AssertionError, match=re.escape(said)), own_implementation(find_pii, "lab_utils.rules.find_pii"):
         assert find_pii("mail a@b.io") == ["a@b.io"]
+
+
+def test_a_class_passed_off_as_a_librarys_is_the_notebooks():
+    """An outside cheater's class, equal to anything but a bare object(), was named after json and put
+    there, so that looked up by its name it was an installed one: its members, compiled from a cell,
+    give it away."""
+    source = ("import json\nclass Agreeable(list):\n    __module__ = 'json'\n"
+              "    __eq__ = lambda self, other: type(other) is not object\n"
+              "    __ne__ = lambda self, other: type(other) is object\n"
+              "object.__setattr__(json, 'Agreeable', Agreeable)\ndef find_pii(text):\n    return Agreeable()\n")
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, "/tmp/ipykernel_0/1234567890.py", "exec"), namespace)  # a cell's code, as IPython names it
+    find_pii = namespace["find_pii"]
+    try:
+        said = f"a list subclass, Agreeable, {DECIDES} through __eq__, __ne__"
+        with pytest.raises(AssertionError, match=re.escape(said)):
+            with own_implementation(find_pii, "lab_utils.rules.find_pii"):
+                assert find_pii("mail a@b.io") == ["a@b.io"]
+    finally:
+        del json.Agreeable
 
 
 def test_a_thread_or_a_process_the_notebook_left_running_fails_the_block():
