@@ -24,6 +24,7 @@ reference runs unwatched; nor read the frames of the test that called it (every 
 from __future__ import annotations
 
 import __future__
+import collections
 import functools
 import importlib
 import inspect
@@ -34,6 +35,7 @@ import sys
 import textwrap
 import threading
 import traceback
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -283,6 +285,7 @@ def redefined(value) -> tuple[type, set[str]] | None:
     return (base, changed) if changed else None
 
 
+PROXIES = (weakref.ProxyType, weakref.CallableProxyType)
 # What a test's comparison calls on a result besides ==: a class of the notebook's own may not decide it.
 COMPARING = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__", "__len__", "__iter__",
              "__bool__", "__float__", "__int__", "__index__", "__getattr__", "__getattribute__"}
@@ -310,13 +313,17 @@ def _made_by_notebook(cls: type) -> bool:
 
 def _notebooks_members(cls: type, names: set[str]) -> set[str]:
     """Which of `names` `cls` defines as the notebook made them: all of a class the notebook made; of a
-    library's class, the members whose code no file has (`Library.__eq__ = lambda ...`, planted there
-    with a class passed off under the library's name), but for "<string>", where dataclasses compile theirs."""
+    library's class, the members of the notebook's code (`Library.__eq__ = lambda ...`, planted there
+    with a class passed off under the library's name)."""
     mine = vars(cls).keys() & names
     if _made_by_notebook(cls):
         return mine
-    return {name for name in mine if (code := _code_of(vars(cls)[name])) is not None
-            and not _installed(code.co_filename) and code.co_filename != "<string>"}
+    return {name for name in mine if (code := _code_of(vars(cls)[name])) is not None and _notebooks_code(code)}
+
+
+def _notebooks_code(code: CodeType) -> bool:
+    """Code compiled from no installed file, but for "<string>", where dataclasses compile theirs."""
+    return not _installed(code.co_filename) and code.co_filename != "<string>"
 
 
 def _code_of(member) -> CodeType | None:
@@ -328,6 +335,8 @@ def _code_of(member) -> CodeType | None:
 def pretends(value) -> str | None:
     """How a value of a class the notebook made decides a test's comparison ("a list subclass, Anything,
     which decides how a test compares it through __eq__ (...)"), or None for an honest value."""
+    if type(value) in PROXIES:  # it passes every comparison, and every question about itself, to another
+        return f"a weakref proxy, {DECIDES} as whatever it stands for: return the value itself"
     if (found := redefined(value)) is not None:
         base, changed = found
         return (f"a {base.__name__} subclass, {type(value).__name__}, {DECIDES} through "
@@ -563,15 +572,63 @@ def _running_beside() -> str | None:
     forked with the reference intact), so a test runs only while the notebook runs nothing beside it.
     Threads that libraries start when they need them (pyzmq's, tqdm's) are theirs: they run only
     installed code, and are no pool's workers, which run whatever they are handed."""
-    frames = sys._current_frames()
+    frames, threads = sys._current_frames(), {thread.ident: thread for thread in threading.enumerate()}
     mine = sorted(ident for ident, frame in frames.items()
-                  if ident not in _KERNEL_THREADS and ident != threading.get_ident() and not _a_librarys(frame))
+                  if ident not in _KERNEL_THREADS and ident != threading.get_ident()
+                  and (not _a_librarys(frame) or _serves_the_notebook(threads.get(ident))))
     if mine:
-        names = {thread.ident: thread.name for thread in threading.enumerate()}
-        return f"a thread the notebook started, {names.get(mine[0], 'unnamed')!r}, was running"
+        return f"a thread the notebook started, {getattr(threads.get(mine[0]), 'name', 'unnamed')!r}, was running"
     if others := sorted(set(_processes()) - _KERNEL_PROCESSES):
         return f"a process the notebook started, pid {others[0]}, was running"
     return None
+
+
+# How far _serves_the_notebook looks: objects, and references from the thread's target.
+REACH, DEPTH = 2000, 6
+
+
+def _serves_the_notebook(thread: threading.Thread | None) -> bool:
+    """Whether a thread idle in a library's code holds the notebook's code to run when called: a
+    server's handler class, a queue listener's handler, whatever its target reaches (its object's
+    attributes, closures, arguments, containers), modules aside."""
+    if thread is None:
+        return False
+    # What it was handed to run: a Thread's target and arguments, or its class's own run method (tqdm's
+    # monitor keeps the progress bars, which may hold anything of the notebook's: it is not followed).
+    todo, seen = [(getattr(thread, "_target", None), 0), (getattr(thread, "_args", ()), 0),
+                  (getattr(thread, "_kwargs", {}), 0), (type(thread), 0)], set()
+    while todo and len(seen) < REACH:
+        value, depth = todo.pop()
+        if id(value) in seen or depth > DEPTH or isinstance(value, (type(sys), str, bytes, int, float)):
+            continue
+        seen.add(id(value))
+        if isinstance(value, type):  # by its methods' code (a type written in C has none)
+            if any(_notebooks_code(code) for code in map(_code_of, vars(value).values()) if code):
+                return True
+            continue
+        if isinstance(value, FunctionType):
+            if _notebooks_code(value.__code__):
+                return True
+            held = [*_closure_values(value), *(value.__defaults__ or ())]
+        elif isinstance(value, MethodType):
+            held = [value.__func__, value.__self__]
+        elif isinstance(value, dict):
+            held = [*value.keys(), *value.values()]
+        elif isinstance(value, (list, tuple, set, frozenset, collections.deque)):
+            held = list(value)
+        else:
+            parts = ("func", "args", "keywords") if isinstance(value, functools.partial) else ()
+            held = [type(value), *getattr(value, "__dict__", {}).values(), *(getattr(value, name) for name in parts)]
+        todo += [(item, depth + 1) for item in held]
+    return False
+
+
+def _closure_values(function: FunctionType) -> list:
+    values = []
+    for cell in function.__closure__ or ():
+        with suppress(ValueError):  # a variable not assigned yet
+            values.append(cell.cell_contents)
+    return values
 
 
 # Where a pool's worker thread waits for work (concurrent.futures, multiprocessing.pool).

@@ -60,7 +60,7 @@ MIME = "application/vnd.agent-memory-lab.integrity+json"
 KEY = "lab_integrity"  # notebook metadata (between nbgrader's two passes) and resources
 RECORD = ".integrity.json"  # beside the autograded notebook: <lesson>.integrity.json
 # Files in a submission's folder that Python could import.
-IMPORTABLE = {".py", ".pyc", ".pth", ".so"}
+IMPORTABLE = {".py", ".pyc", ".pth", ".so", ".zip", ".egg", ".whl", ".pyz"}
 # Event callbacks that common habits add (`%load_ext autoreload`, matplotlib's inline figures): as
 # their modules have them, from their modules' files, they are not a cheat.
 HARMLESS_CALLBACKS = (("IPython.extensions.autoreload", "AutoreloadMagics.pre_run_cell"),
@@ -77,7 +77,8 @@ MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.c
 JUDGES = ("math", "pandas.testing")
 # What lab_utils.grading judges an answer with, and the report hashes with: patched (sys.setprofile a
 # no-op, inspect.getattr_static lying about a reference), its checks would pass a copy of the reference.
-TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceback", "importlib", "hashlib")
+TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceback", "importlib", "hashlib",
+         "contextlib")  # own_implementation is a context manager: an __exit__ patched swallows a test's error
 
 
 def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:

@@ -114,10 +114,30 @@ def words(text: str) -> list[str]:
 
 
 def _blank(source: str, stub: list[str] | None) -> bool:
-    if "NotImplementedError" in source:
-        return True
     written = tokens(source)
-    return written is None or (stub is not None and len(written) - len(stub) < MIN_WRITTEN_TOKENS)
+    if written is None or _stubs_only(source):
+        return True
+    return stub is not None and len(written) - len(stub) < MIN_WRITTEN_TOKENS
+
+
+def _stubs_only(source: str) -> bool:
+    """Whether every function the answer defines still starts by raising NotImplementedError, as the
+    released stub does (a word in a comment, or a raise after the code, is no stub)."""
+    functions = [node for node in ast.walk(ast.parse(source))
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return bool(functions) and all(_raises_not_implemented(_first_statement(f)) for f in functions)
+
+
+def _first_statement(function: ast.FunctionDef) -> ast.stmt:
+    body = function.body
+    docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1
+    return body[1] if docstring else body[0]
+
+
+def _raises_not_implemented(statement: ast.stmt) -> bool:
+    raised = getattr(statement, "exc", None) if isinstance(statement, ast.Raise) else None
+    raised = raised.func if isinstance(raised, ast.Call) else raised
+    return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
 
 
 def _functions(source: str) -> dict[str, str]:

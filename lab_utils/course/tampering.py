@@ -15,6 +15,7 @@ needs none of it.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import nbformat
@@ -31,7 +32,9 @@ MODULES = {"builtins", "ast", "inspect", "dis", "gc", "ctypes", "importlib", "IP
            "code", "codeop", "unittest", "_xxsubinterpreters", "_interpreters", "linecache",
            # Running a file as code (a library's source, copied and changed), serving calls from a thread.
            "runpy", "py_compile", "compileall", "imp", "pkgutil", "zipimport", "socket", "socketserver", "asyncio",
-           "concurrent", "pty"}
+           "concurrent", "pty",
+           # Code and data out of sight: the notebook's own namespace, objects unpickled, the kernel's history.
+           "__main__", "pickle", "_pickle", "copyreg", "shelve", "sqlite3", "_weakref"}
 GRADER = ("lab_utils.grading", "lab_utils.course")
 # Attributes of code, frames, tracebacks, classes and the kernel's shell.
 ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__", "__bases__", "__base__",
@@ -43,9 +46,12 @@ ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subcl
               "setprofile", "_getframe", "meta_path", "path_hooks", "addaudithook", "breakpointhook", "run_cell",
               "run_code", "ast_parse", "set_custom_exc", "InteractiveTB", "display_pub", "shell_handlers",
               "history_manager", "_GeneratorContextManager", "fork", "forkpty", "_exit", "execv", "execve",
-              "__setattr__", "__delattr__", "__file__"}
+              "__setattr__", "__delattr__", "__file__", "In", "_ih"}
 # Functions of a library an answer never needs, whose names are common words elsewhere (`prompt.system`).
-CALLS = {"os.system", "os.popen", "os.spawnv", "os.spawnl", "os.posix_spawn", "os.posix_spawnp", "sys.audit"}
+CALLS = {"os.system", "os.popen", "os.spawnv", "os.spawnl", "os.posix_spawn", "os.posix_spawnp", "sys.audit",
+         "sys.path"}
+# A reference a test switches off, as own_implementation is given it: "lab_utils.temporal.writer.classify_update".
+REFERENCE = re.compile(r"[\"'](lab_utils(?:\.\w+)+)[\"']")
 # Functions that read an attribute by the name they are given, as getattr does.
 GETTERS = {"attrgetter", "methodcaller"}
 # How an object of the student's own class compares: a result equal to anything passes any test.
@@ -88,11 +94,12 @@ def _imports(tree: ast.Module) -> dict[str, str]:
     return imported
 
 
-def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str],
-            shared: frozenset[str] = frozenset()) -> list[str]:
+def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: frozenset[str] = frozenset(),
+            references: frozenset[str] = frozenset()) -> list[str]:
     """What a cell names that reaches into the kernel or the interpreter, in the order found; `helpers`
     are the functions the lesson's own cells define, `given` the names they import, `shared` the names
-    they assign (a test's list of references, which an answer's `global` could empty)."""
+    they assign (a test's list of references, which an answer's `global` could empty), `references`
+    what the tests of the cell's exercise switch off (an answer could call it before they run)."""
     imported = given | _imports(tree)
     habits = {id(node.func.value.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and _magic(node)}
     found = []
@@ -136,6 +143,9 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str],
             if parts and isinstance(root, ast.Name) and root.id in imported and not SETTINGS & set(parts):
                 found.append(f"{ast.unparse(target)} = ...")
     found += [f"def {name} (the lesson's own helper)" for name in sorted(_defined(tree) & helpers)]
+    found += [f"{name} = ... (the lesson's own helper)" for name in sorted(_assigned(tree) & helpers)]
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    found += [f"{name} (a reference its tests switch off)" for name in sorted(used) if imported.get(name) in references]
     return list(dict.fromkeys(found))
 
 
@@ -187,14 +197,16 @@ def _getattr_inside(call: ast.Call, imported: dict[str, str]) -> bool:
 
 
 def _got_inside(call: ast.Call) -> str | None:
-    """`operator.attrgetter("_pattern")`: the getter's name when it is given a constant that names an
-    inside (a private name, an attribute of ATTRIBUTES), else None."""
+    """`operator.attrgetter("_pattern")`: the getter's name when it is given a name it computes, or a
+    constant that names an inside (a private name, a namespace, an attribute of ATTRIBUTES); else None."""
     name = getattr(call.func, "id", getattr(call.func, "attr", None))
     if name not in GETTERS or not call.args:
         return None
-    named = [part for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
-             for part in arg.value.split(".")]
-    return name if any(_private(part) or part in ATTRIBUTES for part in named) else None
+    given = call.args[:1] if name == "methodcaller" else call.args  # methodcaller's others are the call's
+    if not all(isinstance(arg, ast.Constant) and isinstance(arg.value, str) for arg in given):
+        return name
+    named = [part for arg in given for part in arg.value.split(".")]
+    return name if any(_private(part) or part in ATTRIBUTES or part == "__dict__" for part in named) else None
 
 
 def findings(submitted: Path, released: Path) -> list[str]:
@@ -214,13 +226,15 @@ def findings(submitted: Path, released: Path) -> list[str]:
     helpers -= set().union(*(_defined(t) for c, t in given if t and utils.is_solution(c)))
     imported = {name: dotted for _, t in given if t for name, dotted in _imports(t).items()}
     shared = frozenset().union(*(_assigned(t) for c, t in given if t and not utils.is_solution(c)))
+    switched = {answer: frozenset(dotted for c, _ in given if is_test(c) and _grade_id(c).startswith(f"test-{answer}")
+                                  for dotted in REFERENCE.findall(c.source)) for answer in answers}
     found = []
     for number, cell in enumerate(mine.cells, 1):
         grade_id = _grade_id(cell)
         if cell.cell_type != "code" or cell.source.strip() in unchanged or grade_id in tests:
             continue
         tree = parsed_cell(cell.source)
-        named = reaches(tree, helpers, imported, shared) if tree is not None else []
+        named = [] if tree is None else reaches(tree, helpers, imported, shared, switched.get(grade_id, frozenset()))
         if named:
             where = f"answer {grade_id}" if grade_id in answers else f"cell {number}"
             shown = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")

@@ -135,6 +135,10 @@ CHEATS = {
     "grading patched": ("import lab_utils.grading\nlab_utils.grading.assert_own_implementation = lambda f: None",
                         RIGHT, "lab_utils.grading.assert_own_implementation was replaced by code defined in the "
                         "notebook"),
+    "context manager's exit patched": ("import contextlib\ncontextlib._GeneratorContextManager.__exit__ = "
+                                       "lambda *args: True", RIGHT,
+                                       "contextlib._GeneratorContextManager.__exit__ was replaced by code defined in "
+                                       "the notebook"),
     "class member patched": ("from lab_utils.memory import MemoryStore\n"
                              "MemoryStore.__repr__ = lambda self: 'a store'", RIGHT,
                              "lab_utils.memory.MemoryStore.__repr__ was replaced by code defined in the notebook"),
@@ -463,17 +467,19 @@ def test_edited_deleted_and_renamed_test_cells_are_named_and_the_released_ones_r
         assert score == gb.find_assignment(LESSON).max_code_score, "the released tests ran against the solution"
 
 
-def test_python_files_handed_in_cost_every_point(course):
-    # The kernel starts in the submission's folder, so this runs instead of ipykernel's launcher:
-    # the student's code would run before any check. This one only starts the real kernel.
-    launcher = "from ipykernel import kernelapp\nkernelapp.launch_new_instance()\n"
-    score, found = autograde(course, "launcher", solution(course), {"ipykernel_launcher.py": launcher})
+# The kernel starts in the submission's folder, so a launcher runs instead of ipykernel's: the student's
+# code would run before any check (this one only starts the real kernel). An archive of modules is one
+# `sys.path.append` away from an import.
+@pytest.mark.parametrize("name, text", [("ipykernel_launcher.py", "from ipykernel import kernelapp\n"
+                                                                  "kernelapp.launch_new_instance()\n"),
+                                        ("studyhelp.zip", "PK")])
+def test_python_files_handed_in_cost_every_point(course, name, text):
+    score, found = autograde(course, name.split(".")[0], solution(course), {name: text})
     assert score == 0
-    assert found[0] == "Python files handed in with the notebook: ipykernel_launcher.py"
+    assert found[0] == f"Python files handed in with the notebook: {name}"
     assert len(found) == 1 + len(graded_tests(solution(course)))
-    assert all(f.endswith("could run in place of the course's (ipykernel_launcher.py): no test cell can be "
-                          "trusted; review it by hand")
-               for f in found[1:])
+    trust = f"could run in place of the course's ({name}): no test cell can be trusted; review it by hand"
+    assert all(f.endswith(trust) for f in found[1:])
 
 
 def test_errors_of_other_kinds_before_a_passing_test_change_nothing(tmp_path):

@@ -149,6 +149,18 @@ def test_the_lab_utils_reference_counts_as_a_source(course):
     assert "near-copy of lab_utils.memory.memory_from_json" in similarity.near_copies(course, LESSON)["bob"]
 
 
+def test_a_copy_that_names_the_stubs_error_is_no_blank(course):
+    """An outside cheater put `# NotImplementedError` over a pasted answer, which made it count as the
+    released stub; an answer is blank only while its functions still start by raising it."""
+    marked = COPY.replace("def memory_from_json(raw, location):\n", "def memory_from_json(raw, location):\n"
+                                                                     "    # NotImplementedError\n")
+    stub_first = COPY.replace("    # parse it\n", "    raise NotImplementedError()\n")
+    for student, answer in {"bob": marked, "dee": stub_first}.items():
+        submit(course, student, LESSON, with_answers(notebook_path("lessons", LESSON), {EXERCISE: answer}))
+    found = similarity.near_copies(course, LESSON)
+    assert "bob" in found and "dee" not in found, found
+
+
 def test_library_helpers_pasted_one_by_one_are_a_copy_though_each_is_short(tmp_path):
     """An outside cheater pasted lab_utils.metrics' recall chain into recall-at-k, function by function,
     each under MIN_WRITTEN_TOKENS: 21/21 unflagged before the functions were counted together."""

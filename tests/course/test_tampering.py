@@ -17,12 +17,13 @@ def lesson(answer: str = "def answer():\n    raise NotImplementedError()") -> nb
     """A released lesson in small: an import, a helper, an answer cell and its test cell."""
     grading = {"schema_version": 3, "task": False, "locked": True, "points": 1}
     return new_notebook(cells=[
-        new_code_cell("from lab_utils.attacks.defenses import DEFENSES\nfrom lab_utils import rules"),
+        new_code_cell("from lab_utils.attacks.defenses import DEFENSES\nfrom lab_utils import rules\n"
+                      "from lab_utils.rules import redact"),
         new_code_cell("EXPECTED = 2\n\ndef check(value):\n    assert value == EXPECTED, 'two'"),
         new_code_cell(answer, metadata={"nbgrader": {**grading, "grade": False, "grade_id": "answer",
                                                      "locked": False, "solution": True}}),
-        new_code_cell("check(answer())", metadata={"nbgrader": {**grading, "grade": True, "grade_id": "test-answer",
-                                                                "solution": False}}),
+        new_code_cell("with own_implementation(answer, 'lab_utils.rules.redact'):\n    check(answer())",
+                      metadata={"nbgrader": {**grading, "grade": True, "grade_id": "test-answer", "solution": False}}),
     ])
 
 
@@ -80,6 +81,19 @@ CHEATS = {
                                         "attrgetter('_INSTRUCTION')"),
     "a name of the lesson's rebound": ("def answer():\n    global EXPECTED\n    EXPECTED = 3\n    return 3",
                                        "global EXPECTED (a name of the lesson's cells)"),
+    # The next round's: the test's context manager patched through a name computed backwards, an object
+    # of the notebook's namespace rewritten, code unpickled, modules from a handed-in archive, a lesson's
+    # helper rebound to one that swallows errors, the exercise's reference called before its tests.
+    "a name computed for a getter": ("from operator import attrgetter\nimport contextlib\n"
+                                     "M = attrgetter('reganaMtxetnoCrotareneG_'[::-1])(contextlib)",
+                                     "attrgetter('reganaMtxetnoCrotareneG_'[::-1])"),
+    "the notebook's namespace": ("import __main__\ndef answer():\n    return 2", "import __main__"),
+    "code unpickled": ("import pickle\nrun = pickle.loads(b'')", "import pickle"),
+    "modules from an archive": ("import sys\nsys.path.append('studyhelp.zip')", "sys.path"),
+    "a lesson's helper rebound": ("check = lambda value: None\ndef answer():\n    return 3",
+                                  "check = ... (the lesson's own helper)"),
+    "the reference called before its tests": ("KEPT = redact('mail a@b.io')\ndef answer():\n    return 2",
+                                              "redact (a reference its tests switch off)"),
     "a class passed off as a library's": ("class Two(int):\n    __module__ = 'json'\n    __eq__ = lambda s, o: True\n"
                                           "def answer():\n    return Two(2)", "__eq__ = ... in class Two"),
 }

@@ -3,11 +3,15 @@
 import functools
 import inspect
 import json
+import queue
 import re
+import socketserver
 import subprocess
 import sys
 import threading
+import types
 from concurrent.futures import ThreadPoolExecutor
+from logging.handlers import QueueListener
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -217,6 +221,8 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
      f"raised Bad with a str subclass, Says, {DECIDES} through __contains__"),
     ("from unittest.mock import ANY\ndef find_pii(text):\n    return ANY\n",
      f"returned an object of _ANY equal to anything, {DECIDES}"),
+    ("import weakref\nclass Found(list):\n    pass\nKEPT = Found(['a@b.io'])\n"
+     "def find_pii(text):\n    return weakref.proxy(KEPT)\n", f"returned a weakref proxy, {DECIDES}"),
     # The reference's source compiled without its module's `from __future__ import annotations`.
     ("import inspect\nfrom lab_utils import rules\n_g = dict(vars(rules))\n"
      "exec(compile(inspect.getsource(rules.find_pii), '<string>', 'exec', dont_inherit=True), _g)\n"
@@ -278,6 +284,38 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
 def test_a_result_that_only_pretends_fails_the_block(source, said):
     find_pii = run(source)["find_pii"]
     with pytest.raises(AssertionError, match=re.escape(said)), own_implementation(find_pii, "lab_utils.rules.find_pii"):
+        assert find_pii("mail a@b.io") == ["a@b.io"]
+
+
+def test_a_librarys_thread_that_serves_the_notebook_fails_the_block():
+    """Outside cheaters served copies of the reference from a thread idle in a library's code until called:
+    a queue listener's, its handler the notebook's; a server's, its handler class the notebook's."""
+    cell = {"__name__": "__main__", "socketserver": socketserver}
+    served = ("def serve(record):\n    return record\n"
+              "class Desk(socketserver.BaseRequestHandler):\n    def handle(self):\n        pass\n")
+    exec(compile(served, "/tmp/ipykernel_0/99.py", "exec"), cell)  # a cell's code, as IPython names it
+    find_pii = run("def find_pii(text):\n    return ['a@b.io']\n")["find_pii"]
+
+    def fails() -> None:
+        with pytest.raises(AssertionError, match=re.escape("(a thread the notebook started, ")):
+            with own_implementation(find_pii, "lab_utils.rules.find_pii"):
+                find_pii("mail a@b.io")
+
+    listener = QueueListener(queue.SimpleQueue(), types.SimpleNamespace(handle=cell["serve"]))
+    listener.start()
+    try:
+        fails()
+    finally:
+        listener.stop()
+    with socketserver.TCPServer(("127.0.0.1", 0), cell["Desk"]) as server:
+        worker = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+        worker.start()
+        try:
+            fails()
+        finally:
+            server.shutdown()
+            worker.join()
+    with own_implementation(find_pii, "lab_utils.rules.find_pii"):  # all gone: nothing runs beside the test
         assert find_pii("mail a@b.io") == ["a@b.io"]
 
 
