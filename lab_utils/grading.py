@@ -606,8 +606,8 @@ def _serves_the_notebook(thread: threading.Thread | None) -> bool:
             if any(_notebooks_code(code) for code in map(_code_of, vars(value).values()) if code):
                 return True
             continue
-        if isinstance(value, FunctionType):
-            if _notebooks_code(value.__code__):
+        if isinstance(value, FunctionType):  # run from text too ("<string>"): handed to a thread, no dataclass's
+            if not _installed(value.__code__.co_filename):
                 return True
             held = [*_closure_values(value), *(value.__defaults__ or ())]
         elif isinstance(value, MethodType):

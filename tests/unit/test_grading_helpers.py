@@ -291,9 +291,9 @@ def test_a_librarys_thread_that_serves_the_notebook_fails_the_block():
     """Outside cheaters served copies of the reference from a thread idle in a library's code until called:
     a queue listener's, its handler the notebook's; a server's, its handler class the notebook's."""
     cell = {"__name__": "__main__", "socketserver": socketserver}
-    served = ("def serve(record):\n    return record\n"
-              "class Desk(socketserver.BaseRequestHandler):\n    def handle(self):\n        pass\n")
+    served = "class Desk(socketserver.BaseRequestHandler):\n    def handle(self):\n        pass\n"
     exec(compile(served, "/tmp/ipykernel_0/99.py", "exec"), cell)  # a cell's code, as IPython names it
+    cell["serve"] = run("def serve(record):\n    return record\n")["serve"]  # code run from text
     find_pii = run("def find_pii(text):\n    return ['a@b.io']\n")["find_pii"]
 
     def fails() -> None:
