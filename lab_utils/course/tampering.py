@@ -180,7 +180,7 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.endswith("__")
 
 
-def _inside(library: str, attr: str) -> bool:
+def _inside(library: str | None, attr: str) -> bool:
     """Whether `library.attr` is a library's inside: a private name, its namespace, the modules loaded, a
     module it imported that an answer may not (`socketserver.threading`), a function no answer needs."""
     return (_private(attr) or attr in ATTRIBUTES or attr == "__dict__" or (library, attr) == ("sys", "modules")
@@ -198,7 +198,7 @@ def _getattr_inside(call: ast.Call, imported: dict[str, str]) -> bool:
 
 def _got_inside(call: ast.Call) -> str | None:
     """`operator.attrgetter("_pattern")`: the getter's name when it is given a name it computes, or a
-    constant that names an inside (a private name, a namespace, an attribute of ATTRIBUTES); else None."""
+    constant that names an inside of whatever it is given (_inside); else None."""
     name = getattr(call.func, "id", getattr(call.func, "attr", None))
     if name not in GETTERS or not call.args:
         return None
@@ -206,7 +206,7 @@ def _got_inside(call: ast.Call) -> str | None:
     if not all(isinstance(arg, ast.Constant) and isinstance(arg.value, str) for arg in given):
         return name
     named = [part for arg in given for part in arg.value.split(".")]
-    return name if any(_private(part) or part in ATTRIBUTES or part == "__dict__" for part in named) else None
+    return name if any(_inside(None, part) for part in named) else None
 
 
 def findings(submitted: Path, released: Path) -> list[str]:

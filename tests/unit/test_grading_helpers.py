@@ -36,6 +36,13 @@ def run(source: str):
     return namespace
 
 
+def run_as_cell(source: str, **given):
+    """`source` compiled under a file name as IPython gives a cell's code (run() compiles it as "<string>")."""
+    namespace = {"__name__": "__main__", **given}
+    exec(compile(source, "/tmp/ipykernel_0/1234567890.py", "exec"), namespace)
+    return namespace
+
+
 # Each message names the reference after one of the phrases make grades flags (integrity.reference_used).
 @pytest.mark.parametrize("answer", [format_recall, functools.partial(format_recall)], ids=["import", "partial"])
 def test_an_imported_reference_fails(answer):
@@ -287,38 +294,6 @@ def test_a_result_that_only_pretends_fails_the_block(source, said):
         assert find_pii("mail a@b.io") == ["a@b.io"]
 
 
-def test_a_librarys_thread_that_serves_the_notebook_fails_the_block():
-    """Outside cheaters served copies of the reference from a thread idle in a library's code until called:
-    a queue listener's, its handler the notebook's; a server's, its handler class the notebook's."""
-    cell = {"__name__": "__main__", "socketserver": socketserver}
-    served = "class Desk(socketserver.BaseRequestHandler):\n    def handle(self):\n        pass\n"
-    exec(compile(served, "/tmp/ipykernel_0/99.py", "exec"), cell)  # a cell's code, as IPython names it
-    cell["serve"] = run("def serve(record):\n    return record\n")["serve"]  # code run from text
-    find_pii = run("def find_pii(text):\n    return ['a@b.io']\n")["find_pii"]
-
-    def fails() -> None:
-        with pytest.raises(AssertionError, match=re.escape("(a thread the notebook started, ")):
-            with own_implementation(find_pii, "lab_utils.rules.find_pii"):
-                find_pii("mail a@b.io")
-
-    listener = QueueListener(queue.SimpleQueue(), types.SimpleNamespace(handle=cell["serve"]))
-    listener.start()
-    try:
-        fails()
-    finally:
-        listener.stop()
-    with socketserver.TCPServer(("127.0.0.1", 0), cell["Desk"]) as server:
-        worker = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-        worker.start()
-        try:
-            fails()
-        finally:
-            server.shutdown()
-            worker.join()
-    with own_implementation(find_pii, "lab_utils.rules.find_pii"):  # all gone: nothing runs beside the test
-        assert find_pii("mail a@b.io") == ["a@b.io"]
-
-
 def test_a_class_passed_off_as_a_librarys_is_the_notebooks():
     """An outside cheater's class, equal to anything but a bare object(), was named after json and put
     there, so that looked up by its name it was an installed one: its members, compiled from a cell,
@@ -327,9 +302,7 @@ def test_a_class_passed_off_as_a_librarys_is_the_notebooks():
               "    __eq__ = lambda self, other: type(other) is not object\n"
               "    __ne__ = lambda self, other: type(other) is object\n"
               "object.__setattr__(json, 'Agreeable', Agreeable)\ndef find_pii(text):\n    return Agreeable()\n")
-    namespace = {"__name__": "__main__"}
-    exec(compile(source, "/tmp/ipykernel_0/1234567890.py", "exec"), namespace)  # a cell's code, as IPython names it
-    find_pii = namespace["find_pii"]
+    find_pii = run_as_cell(source)["find_pii"]
     try:
         said = f"a list subclass, Agreeable, {DECIDES} through __eq__, __ne__"
         with pytest.raises(AssertionError, match=re.escape(said)):
@@ -341,7 +314,9 @@ def test_a_class_passed_off_as_a_librarys_is_the_notebooks():
 
 def test_a_thread_or_a_process_the_notebook_left_running_fails_the_block():
     """Outside cheaters' answer cells started a worker before the tests, a thread running copies of the
-    reference or a forked child with the reference intact, out of the watch's sight: full marks before."""
+    reference or a forked child with the reference intact, out of the watch's sight: full marks before.
+    Others served the copies from a library's thread idle until called: a queue listener's, its handler
+    run from text; a server's, its handler class the notebook's."""
     find_pii = run("def find_pii(text):\n    return ['a@b.io']\n")["find_pii"]
 
     def fails(said: str) -> None:
@@ -367,6 +342,22 @@ def test_a_thread_or_a_process_the_notebook_left_running_fails_the_block():
     with ThreadPoolExecutor(1, thread_name_prefix="pool") as pool:  # installed code, and whatever it is handed
         pool.submit(int).result()
         fails("a thread the notebook started, 'pool_0'")
+    listener = QueueListener(queue.SimpleQueue(), types.SimpleNamespace(handle=serve))
+    listener.start()
+    try:
+        fails(f"a thread the notebook started, {listener._thread.name!r}")
+    finally:
+        listener.stop()
+    desk = run_as_cell("class Desk(socketserver.BaseRequestHandler):\n    def handle(self):\n        pass\n",
+                       socketserver=socketserver)["Desk"]
+    with socketserver.TCPServer(("127.0.0.1", 0), desk) as server:
+        worker = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="desk")
+        worker.start()
+        try:
+            fails("a thread the notebook started, 'desk'")
+        finally:
+            server.shutdown()
+            worker.join()
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         fails(f"a process the notebook started, pid {child.pid}")
