@@ -4,6 +4,7 @@ The nbgrader round trip (solution full marks, blank zero, partial in between, pe
 test_grading_day.py, which grades a whole class the way an instructor does.
 """
 
+import ast
 import json
 import re
 import shutil
@@ -70,3 +71,14 @@ def test_each_exercise_names_the_lab_utils_functions_its_tests_switch_off(lesson
         if missing:
             unnamed[exercise.grade_id] = missing
     assert not unnamed, f"{lesson}: the tests switch these off, and the exercise's text does not say so: {unnamed}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_each_assert_of_a_test_cell_says_which_rule_it_checks(lesson):
+    """A failed assert shows its message in Validate and in the feedback, hidden ones included: a bare
+    AssertionError would leave the student guessing which rule broke."""
+    nb = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    bare = [(cell.metadata.nbgrader.grade_id, ast.unparse(node)[:80])
+            for cell in nb.cells if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")
+            for node in ast.walk(ast.parse(cell.source)) if isinstance(node, ast.Assert) and node.msg is None]
+    assert not bare, f"{lesson}: asserts without a message: {bare}"
