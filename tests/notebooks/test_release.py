@@ -5,6 +5,7 @@ test_grading_day.py, which grades a whole class the way an instructor does.
 """
 
 import ast
+import importlib.util
 import json
 import re
 import shutil
@@ -14,7 +15,7 @@ import pytest
 
 from lab_utils import course
 from lab_utils.paths import ROOT
-from nbtools import LESSONS, exercises, notebook_path
+from nbtools import LESSONS, exercises, is_test, nbgrader_meta, notebook_path
 
 # A reference a test cell switches off while the answer is tested: own_implementation(answer, "lab_utils.x.y", ...).
 REFERENCE = re.compile(r"""["'](lab_utils(?:\.\w+)+)["']""")
@@ -78,7 +79,29 @@ def test_each_assert_of_a_test_cell_says_which_rule_it_checks(lesson):
     """A failed assert shows its message in Validate and in the feedback, hidden ones included: a bare
     AssertionError would leave the student guessing which rule broke."""
     nb = nbformat.read(notebook_path("solutions", lesson), as_version=4)
-    bare = [(cell.metadata.nbgrader.grade_id, ast.unparse(node)[:80])
-            for cell in nb.cells if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")
+    bare = [(cell.metadata.nbgrader.grade_id, ast.unparse(node)[:80]) for cell in nb.cells if is_test(cell)
             for node in ast.walk(ast.parse(cell.source)) if isinstance(node, ast.Assert) and node.msg is None]
     assert not bare, f"{lesson}: asserts without a message: {bare}"
+
+
+def _is_module(dotted: str) -> bool:
+    try:
+        return importlib.util.find_spec(dotted) is not None
+    except ModuleNotFoundError:  # its parent is a module, not a package
+        return False
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_test_cells_reach_the_library_by_its_full_name(lesson):
+    """An answer may name a helper like a module the lesson imported (`rules = [...]`): that breaks the
+    lesson's own cells, which the student sees run, but must cost no test, which only grading runs.
+    So test cells write `lab_utils.rules.redact`, never the lesson's `rules.redact`."""
+    nb = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    modules = {alias.asname or alias.name for cell in nb.cells if cell.cell_type == "code" and not is_test(cell)
+               and not nbgrader_meta(cell).get("solution") for node in ast.walk(ast.parse(cell.source))
+               if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lab_utils")
+               for alias in node.names if _is_module(f"{node.module}.{alias.name}")}
+    through_lesson = sorted({(cell.metadata.nbgrader.grade_id, node.value.id) for cell in nb.cells if is_test(cell)
+                             for node in ast.walk(ast.parse(cell.source)) if isinstance(node, ast.Attribute)
+                             and isinstance(node.value, ast.Name) and node.value.id in modules})
+    assert not through_lesson, f"{lesson}: test cells that reach a module by the lesson's name for it: {through_lesson}"
