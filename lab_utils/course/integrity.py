@@ -54,6 +54,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets.config import Config
 
+from lab_utils.course.cells import parsed_cell
 from lab_utils.grading import COPIED, DECIDES, PACKAGE_DIR, PEEKED, REACHED, SEALED_CELLS, SWITCHED, TAKEN
 
 MIME = "application/vnd.agent-memory-lab.integrity+json"
@@ -337,14 +338,6 @@ def _imports(nb) -> dict[str, tuple[str, str | None]]:
               and node.args and isinstance(node.args[0], ast.Name)}
     defined = {name for tree in answers for node in tree.body for name in _defines(node)} & tested
     return {name: where for name, where in found.items() if name not in defined}
-
-
-def parsed_cell(source: str) -> ast.Module | None:
-    """A cell's syntax tree as IPython runs it (magics turned into calls); None if it does not parse."""
-    try:
-        return ast.parse(TransformerManager().transform_cell(source))
-    except SyntaxError:
-        return None
 
 
 def _names(source: str) -> set[str]:

@@ -1,8 +1,8 @@
 """Near-copies: answers too close to the reference or to another student's, for a person to review.
 
-Each answer cell is parsed and normalized (names numbered in order of first use, literals reduced
-to their type, docstrings, comments and annotations dropped), so renaming variables or rewording
-strings does not hide a copy. Two normalized answers are compared token by token with difflib.
+Each answer cell is parsed and normalized (each use of a name replaced by how far back it was used
+last, literals reduced to their type, docstrings, comments and annotations dropped), so renaming
+variables or rewording strings does not hide a copy. Two normalized answers are compared token by token with difflib.
 An answer is compared with the solution cell, with every other student's answer to the same
 exercise, and function by function with lab_utils (the references later lessons import): the
 functions that are near-copies of library functions count when together they are as long as a
@@ -26,11 +26,12 @@ from pathlib import Path
 
 import nbformat
 
+from lab_utils.course.cells import parsed_cell
 from lab_utils.grading import PACKAGE_DIR, module_name
 
-# Outside students' own long answers came as close to the reference as 0.85 (lesson 03's remember,
-# 232 tokens) and 0.82 (lesson 05's wrong-answers): a lower bar would flag honest work. A copy
-# reworded or trimmed by hand (0.62-0.72) stays under it.
+# Outside students' own long answers came as close to the reference as 0.88 (lesson 03's remember,
+# 232 tokens) and 0.86 (lesson 05's wrong-answers): a lower bar would flag honest work. A copy
+# reworded or trimmed by hand (two of them: 0.70 and 0.72) stays under it.
 THRESHOLD = 0.9
 # An answer this many normalized tokens longer than its stub at least: shorter ones are too alike
 # whoever writes them. Outside students' own short answers came out the same as the solution's
@@ -79,17 +80,22 @@ class _Normalize(ast.NodeTransformer):
 
 
 def tokens(source: str) -> list[str] | None:
-    """The normalized tokens of some Python code; None if it does not parse."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    return _normalized(tree)
+    """The normalized tokens of a cell's code, as IPython runs it (parsed_cell); None if it does not parse."""
+    tree = parsed_cell(source)
+    return None if tree is None else _normalized(tree)
 
 
 def _normalized(tree: ast.AST) -> list[str]:
-    """The normalized tokens of a parsed tree (which normalizing changes)."""
-    return re.findall(r"\w+|[^\w\s]", ast.unparse(_Normalize().visit(tree)))
+    """The normalized tokens of a parsed tree (which normalizing changes). Each use of a name becomes
+    how many tokens back the name was last used ("p0" at its first use): a numbering by first use would
+    shift every number after one name put in front (a `%matplotlib inline` line was enough)."""
+    normalize = _Normalize()
+    found = re.findall(r"\w+|[^\w\s]", ast.unparse(normalize.visit(tree)))
+    names, last = set(normalize.names.values()), {}
+    for i, token in enumerate(found):
+        if token in names:
+            found[i], last[token] = f"p{i - last[token]}" if token in last else "p0", i
+    return found
 
 
 def similarity(a: list[str], b: list[str], at_least: float = 0.0) -> float:
@@ -126,7 +132,7 @@ def _blank(source: str, stub: list[str] | None) -> bool:
 def _stubs_only(source: str) -> bool:
     """Whether every function the answer defines still starts by raising NotImplementedError, as the
     released stub does (a word in a comment, or a raise after the code, is no stub)."""
-    functions = [node for node in ast.walk(ast.parse(source))
+    functions = [node for node in ast.walk(parsed_cell(source))
                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     return bool(functions) and all(_raises_not_implemented(_first_statement(f)) for f in functions)
 
@@ -143,10 +149,9 @@ def _raises_not_implemented(statement: ast.stmt) -> bool:
     return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
 
 
-def _functions(source: str) -> dict[str, str]:
-    """name -> source of each function an answer defines at its top level."""
-    return {n.name: ast.get_source_segment(source, n) for n in ast.parse(source).body
-            if isinstance(n, ast.FunctionDef)}
+def _functions(source: str) -> list[ast.FunctionDef]:
+    """Each function an answer defines at its top level (in the code its `%%time` runs too)."""
+    return [node for node in parsed_cell(source).body if isinstance(node, ast.FunctionDef)]
 
 
 @functools.cache  # read once per process: grades compares every lesson's answers with it
@@ -171,8 +176,8 @@ def _library_copies(source: str) -> list[tuple[str, float]]:
     if those functions together are as long as a written answer; else []."""
     lengths, library = _library_functions()
     copies, copied_tokens = [], 0
-    for function in _functions(source).values():
-        mine = tokens(function) or []
+    for function in _functions(source):
+        mine = _normalized(function)
         if len(mine) < MIN_FUNCTION_TOKENS:
             continue
         # Two token lists this alike differ in length by a factor under 1.23 (2·shorter / both >= 0.9).

@@ -21,7 +21,8 @@ from pathlib import Path
 import nbformat
 from nbgrader import utils
 
-from lab_utils.course.integrity import is_test, parsed_cell
+from lab_utils.course.cells import parsed_cell
+from lab_utils.course.integrity import is_test
 
 # Names that reach the interpreter or the kernel, or run text as code.
 NAMES = {"exec", "eval", "compile", "__import__", "globals", "vars", "locals", "breakpoint", "get_ipython",
@@ -98,7 +99,7 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
             references: frozenset[str] = frozenset()) -> list[str]:
     """What a cell names that reaches into the kernel or the interpreter, in the order found; `helpers`
     are the functions the lesson's own cells define, `given` the names they import, `shared` the names
-    they assign (a test's list of references, which an answer's `global` could empty), `references`
+    they bind (a test's list of references or helper, which an answer's `global` could replace), `references`
     what the tests of the cell's exercise switch off (an answer could call it before they run)."""
     imported = given | _imports(tree)
     habits = {id(node.func.value.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and _magic(node)}
@@ -132,6 +133,8 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
         elif (spelled := _spelled(node)) is not None and (spelled in NAMES | ATTRIBUTES | MODULES
                                                           or spelled.startswith("__")):
             found.append(f"{spelled!r} spelled in pieces")
+        elif isinstance(node, ast.Constant) and node.value in ATTRIBUTES and "_" in node.value:
+            found.append(f"{node.value!r} as a string")  # getattr(f, "__code__"), vars(frame)["f_back"]
     for node in ast.walk(tree):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AugAssign, ast.AnnAssign)) else []
@@ -225,7 +228,8 @@ def findings(submitted: Path, released: Path) -> list[str]:
     helpers = set().union(*(_defined(t) for c, t in given if t and not utils.is_solution(c)))
     helpers -= set().union(*(_defined(t) for c, t in given if t and utils.is_solution(c)))
     imported = {name: dotted for _, t in given if t for name, dotted in _imports(t).items()}
-    shared = frozenset().union(*(_assigned(t) for c, t in given if t and not utils.is_solution(c)))
+    shared = frozenset().union(*(_assigned(t) | _defined(t) | _imports(t).keys()
+                                 for c, t in given if t and not utils.is_solution(c)))
     switched = {answer: frozenset(dotted for c, _ in given if is_test(c) and _grade_id(c).startswith(f"test-{answer}")
                                   for dotted in REFERENCE.findall(c.source)) for answer in answers}
     found = []

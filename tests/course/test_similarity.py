@@ -141,6 +141,14 @@ def test_independent_answers_and_blanks_are_not_similar(course):
     assert not {"bob", "dee", "eve", "gus"} & set(found), "two blank lessons are alike, but not copies"
 
 
+def test_a_line_put_in_front_hides_no_copy():
+    """Names numbered by first use all shifted after one name put in front: an outside cheater's
+    `%matplotlib inline` over a classmate's answer kept both unflagged."""
+    original = similarity.tokens(ADA)
+    for disguised in (f"%matplotlib inline\n{ADA}", f"unused = 0\n{ADA}"):
+        assert similarity.similarity(original, similarity.tokens(disguised)) >= similarity.THRESHOLD, disguised[:20]
+
+
 def test_the_lab_utils_reference_counts_as_a_source(course):
     library = (ROOT / "lab_utils" / "memory.py").read_text()
     node = next(n for n in ast.parse(library).body if isinstance(n, ast.FunctionDef) and n.name == "memory_from_json")

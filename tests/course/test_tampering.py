@@ -96,6 +96,13 @@ CHEATS = {
                                               "redact (a reference its tests switch off)"),
     "a class passed off as a library's": ("class Two(int):\n    __module__ = 'json'\n    __eq__ = lambda s, o: True\n"
                                           "def answer():\n    return Two(2)", "__eq__ = ... in class Two"),
+    # And the next: code hidden as the text a `%%time` or `%timeit` runs, a reference's code read by a
+    # getter given its name as a constant, a lesson's helper function rebound through `global`.
+    "code run by %%time": ("%%time\nimport gc\ndef answer():\n    return 2", "import gc"),
+    "code run by %timeit": ("%timeit -n 1 -r 1 get_ipython().user_ns\ndef answer():\n    return 2", "get_ipython"),
+    "a reference's code by getattr": ("def answer():\n    return getattr(redact, '__code__')", "'__code__' as a string"),
+    "a lesson's function rebound through global": ("def answer():\n    global check\n    check = print\n    return 2",
+                                                   "global check (a name of the lesson's cells)"),
 }
 
 
