@@ -41,6 +41,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import CodeType, FunctionType, MethodType
 
+from lab_utils import rebound
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 # What a test says when it caught an answer using the reference, each followed by the reference's
 # dotted name (make grades flags these): taken (imported, or built from its code), called, copied,
@@ -217,6 +219,7 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     __tracebackhide__ = True
     assert_own_implementation(func)
     name, func = _name(func), _entry(func)  # an object's __call__, a partial's function: what is checked
+    rebound.warn_if_rebound(func.__globals__)
     tripped, copied, switched_off, peeked = _Tripped(), _Tripped(), _Tripped(), _Tripped()
     functions = {dotted: reference for dotted in references if (reference := _resolve(dotted)) is not None}
     saved: list[tuple[FunctionType, CodeType, object]] = []
