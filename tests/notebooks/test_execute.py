@@ -2,7 +2,7 @@
 
 import pytest
 
-from nbtools import LESSONS, error_text, errors, stray_errors
+from nbtools import LESSONS, error_text, errors, is_test, nbgrader_meta, stray_errors
 
 pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
 
@@ -13,6 +13,10 @@ pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.p
 def test_solution_runs_offline(lesson, tried):
     nb = tried(lesson).notebook
     assert not errors(nb), "\n\n".join(error_text(nb.cells[index])[-2000:] for index, _, _ in errors(nb))
+    # Validate also lists a test cell that wrote to stderr: a warning, or a lab_utils module rebound.
+    written = {nbgrader_meta(cell)["grade_id"]: out["text"] for cell in nb.cells if is_test(cell)
+               for out in cell.get("outputs", []) if out.get("output_type") == "stream" and out.get("name") == "stderr"}
+    assert not written, written
 
 
 # Each released lesson runs once per test run (the `released` fixture), which test_student_view opens
