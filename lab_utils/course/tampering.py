@@ -33,7 +33,7 @@ MODULES = {"builtins", "ast", "inspect", "dis", "gc", "ctypes", "importlib", "IP
            "code", "codeop", "unittest", "_xxsubinterpreters", "_interpreters", "linecache",
            # Running a file as code (a library's source, copied and changed), serving calls from a thread.
            "runpy", "py_compile", "compileall", "imp", "pkgutil", "zipimport", "socket", "socketserver", "asyncio",
-           "concurrent", "pty",
+           "concurrent", "pty", "site",
            # Code and data out of sight: the notebook's own namespace, objects unpickled, the kernel's history.
            "__main__", "pickle", "_pickle", "copyreg", "shelve", "sqlite3", "_weakref"}
 GRADER = ("lab_utils.grading", "lab_utils.course")
@@ -62,6 +62,10 @@ COMPARING = {"__eq__", "__ne__", "__hash__"}
 CLASS_SETTINGS = {"__slots__", "__doc__", "__match_args__", "__annotations__"}
 # Where an assignment into a library is a setting, not a patch (`plt.rcParams[...] = ...`).
 SETTINGS = {"rcParams", "options"}
+# The kernel's history of inputs and outputs: `_i12` holds the text of cell 12, the running test's included.
+HISTORY = re.compile(r"_i{1,3}\d*|_[iod]h|Out")
+# A Python file named in a string: a library's source read from disk (`Path(...) / "metrics.py"`).
+PYTHON_FILE = re.compile(r"[\w./\\-]*\w\.py")
 # The magics students use out of habit (`%matplotlib inline`), which IPython turns into get_ipython() calls.
 HABITS = {"matplotlib", "load_ext", "autoreload", "xmode", "time", "timeit", "pip", "env"}
 
@@ -133,8 +137,13 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
         elif (spelled := _spelled(node)) is not None and (spelled in NAMES | ATTRIBUTES | MODULES
                                                           or spelled.startswith("__")):
             found.append(f"{spelled!r} spelled in pieces")
-        elif isinstance(node, ast.Constant) and node.value in ATTRIBUTES and "_" in node.value:
-            found.append(f"{node.value!r} as a string")  # getattr(f, "__code__"), vars(frame)["f_back"]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                named := _named_in_text(node.value)) is not None:
+            found.append(f"{named!r} in a string")  # getattr(f, "__code__"), Formatter().get_field("0.__globals__")
+        elif isinstance(node, ast.Name) and HISTORY.fullmatch(node.id):
+            found.append(node.id)
+        elif isinstance(node, ast.Attribute) and (dotted := _dotted(node, imported)) in references:
+            found.append(f"{ast.unparse(node)} (a reference its tests switch off)")
     for node in ast.walk(tree):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AugAssign, ast.AnnAssign)) else []
@@ -157,6 +166,26 @@ def _assigned(tree: ast.Module) -> set[str]:
     targets = [t for node in tree.body if isinstance(node, ast.Assign) for t in node.targets]
     targets += [node.target for node in tree.body if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For))]
     return {name.id for target in targets for name in ast.walk(target) if isinstance(name, ast.Name)}
+
+
+def _named_in_text(text: str) -> str | None:
+    """What a string names that a cell should not reach: an attribute of code, frames or the shell as a
+    word of it, an entry of the kernel's history, a Python file; None for anything else."""
+    if HISTORY.fullmatch(text) or PYTHON_FILE.fullmatch(text):
+        return text
+    words = set(re.findall(r"\w+", text)) & ATTRIBUTES
+    return min((word for word in words if "_" in word), default=None)
+
+
+def _dotted(node: ast.Attribute, imported: dict[str, str]) -> str | None:
+    """`reflection.metrics.skill_metrics` as the dotted name it stands for, through the cell's imports."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not (isinstance(node, ast.Name) and node.id in imported):
+        return None
+    return ".".join([imported[node.id], *reversed(parts)])
 
 
 def _spelled(node: ast.AST) -> str | None:

@@ -100,9 +100,21 @@ CHEATS = {
     # getter given its name as a constant, a lesson's helper function rebound through `global`.
     "code run by %%time": ("%%time\nimport gc\ndef answer():\n    return 2", "import gc"),
     "code run by %timeit": ("%timeit -n 1 -r 1 get_ipython().user_ns\ndef answer():\n    return 2", "get_ipython"),
-    "a reference's code by getattr": ("def answer():\n    return getattr(redact, '__code__')", "'__code__' as a string"),
+    "a reference's code by getattr": ("def answer():\n    return getattr(redact, '__code__')", "'__code__' in a string"),
     "a lesson's function rebound through global": ("def answer():\n    global check\n    check = print\n    return 2",
                                                    "global check (a name of the lesson's cells)"),
+    # And the next: the notebook's namespace through a format field, then the running test's text from
+    # the kernel's history (`_i12`); a library's file read and put on the path; a switched-off reference
+    # reached through its package before the tests.
+    "the namespace through a format field": ("from string import Formatter\n"
+                                             "NS = Formatter().get_field('0.__globals__', [print], {})[0]",
+                                             "'__globals__' in a string"),
+    "the kernel's history of inputs": ("def answer():\n    return len(_i12)", "_i12"),
+    "a library's file read": ("from pathlib import Path\nSOURCE = (Path('lab_utils') / 'metrics.py').read_text()",
+                              "'metrics.py' in a string"),
+    "a folder put on the path": ("import site\nsite.addsitedir('helpers')", "import site"),
+    "a reference reached through its package": ("KEPT = rules.redact('mail a@b.io')\ndef answer():\n    return 2",
+                                                "rules.redact (a reference its tests switch off)"),
 }
 
 
