@@ -1,8 +1,9 @@
 """Near-copies: answers too close to the reference or to another student's, for a person to review.
 
-Each answer cell is parsed and normalized (each use of a name replaced by how far back it was used
-last, literals reduced to their type, docstrings, comments and annotations dropped), so renaming
-variables or rewording strings does not hide a copy. Two normalized answers are compared token by token with difflib.
+Each answer cell is parsed as IPython runs it and normalized (each use of a name replaced by how far
+back it was used last, literals reduced to their type, docstrings, comments and annotations dropped),
+so renaming variables or rewording strings does not hide a copy. Two normalized answers are compared
+token by token with difflib.
 An answer is compared with the solution cell, with every other student's answer to the same
 exercise, and function by function with lab_utils (the references later lessons import): the
 functions that are near-copies of library functions count when together they are as long as a

@@ -142,7 +142,7 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
             found.append(f"{named!r} in a string")  # getattr(f, "__code__"), Formatter().get_field("0.__globals__")
         elif isinstance(node, ast.Name) and HISTORY.fullmatch(node.id):
             found.append(node.id)
-        elif isinstance(node, ast.Attribute) and (dotted := _dotted(node, imported)) in references:
+        elif isinstance(node, (ast.Name, ast.Attribute)) and _dotted(node, imported) in references:
             found.append(f"{ast.unparse(node)} (a reference its tests switch off)")
     for node in ast.walk(tree):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
@@ -156,8 +156,6 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
                 found.append(f"{ast.unparse(target)} = ...")
     found += [f"def {name} (the lesson's own helper)" for name in sorted(_defined(tree) & helpers)]
     found += [f"{name} = ... (the lesson's own helper)" for name in sorted(_assigned(tree) & helpers)]
-    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    found += [f"{name} (a reference its tests switch off)" for name in sorted(used) if imported.get(name) in references]
     return list(dict.fromkeys(found))
 
 
@@ -177,8 +175,9 @@ def _named_in_text(text: str) -> str | None:
     return min((word for word in words if "_" in word), default=None)
 
 
-def _dotted(node: ast.Attribute, imported: dict[str, str]) -> str | None:
-    """`reflection.metrics.skill_metrics` as the dotted name it stands for, through the cell's imports."""
+def _dotted(node: ast.Name | ast.Attribute, imported: dict[str, str]) -> str | None:
+    """`redact` or `reflection.metrics.skill_metrics` as the dotted name it stands for, through the cell's
+    imports; None for a name no import gave."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)

@@ -100,7 +100,8 @@ CHEATS = {
     # getter given its name as a constant, a lesson's helper function rebound through `global`.
     "code run by %%time": ("%%time\nimport gc\ndef answer():\n    return 2", "import gc"),
     "code run by %timeit": ("%timeit -n 1 -r 1 get_ipython().user_ns\ndef answer():\n    return 2", "get_ipython"),
-    "a reference's code by getattr": ("def answer():\n    return getattr(redact, '__code__')", "'__code__' in a string"),
+    "a reference's code by getattr": ("def answer():\n    return getattr(redact, '__code__')",
+                                      "'__code__' in a string"),
     "a lesson's function rebound through global": ("def answer():\n    global check\n    check = print\n    return 2",
                                                    "global check (a name of the lesson's cells)"),
     # And the next: the notebook's namespace through a format field, then the running test's text from

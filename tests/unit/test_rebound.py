@@ -2,7 +2,8 @@
 
 from lab_utils import metrics, rebound, rules
 
-IMPORTS = ["", "from lab_utils import metrics, rules\nfrom lab_utils.rules import redact", "rules = ['guess:', 'note:']"]
+IMPORTS = ["", "from lab_utils import metrics, rules\nfrom lab_utils.rules import redact",
+           "rules = ['guess:', 'note:']"]
 
 
 def test_a_rebound_module_is_found_and_the_rest_is_not():
