@@ -105,3 +105,9 @@ def test_test_cells_reach_the_library_by_its_full_name(lesson):
                              for node in ast.walk(ast.parse(cell.source)) if isinstance(node, ast.Attribute)
                              and isinstance(node.value, ast.Name) and node.value.id in modules})
     assert not through_lesson, f"{lesson}: test cells that reach a module by the lesson's name for it: {through_lesson}"
+    # Nor does a test cell bind a short name of its own: `from lab_utils import metrics` would replace a
+    # student's helper of that name for every later cell.
+    binding = sorted((cell.metadata.nbgrader.grade_id, ast.unparse(node)) for cell in nb.cells if is_test(cell)
+                     for node in ast.walk(ast.parse(cell.source))
+                     if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lab_utils"))
+    assert not binding, f"{lesson}: test cells that bind a name of lab_utils: {binding}"
