@@ -7,7 +7,8 @@ token by token with difflib.
 An answer is compared with the solution cell, with every other student's answer to the same
 exercise, and function by function with lab_utils (the references later lessons import): the
 functions that are near-copies of library functions count when together they are as long as a
-written answer, so pasting the library's helpers one by one, each short, is found too.
+written answer, so pasting the library's helpers one by one, each short, is found too; a function that
+is a library function verbatim (its names and literals too) counts whatever its length.
 Blank answers (the released stub, or a body that still raises NotImplementedError) are skipped, and
 so are short ones: honest short answers to one exercise converge, so their likeness proves nothing.
 Written answers are compared as their words (case, punctuation and layout set aside), with the
@@ -42,6 +43,11 @@ MIN_WRITTEN_TOKENS = 100
 # A function shorter than this is not compared with lab_utils: one-line helpers written honestly
 # coincide with the library's by shape alone.
 MIN_FUNCTION_TOKENS = 20
+# A function this long at least that is a lab_utils function verbatim, its names and literals too, is a
+# copy though its answer is short: no function of 60 outside students' notebooks was one, and a short
+# reference pasted as it is (lesson 07's failed_for_real, 49 tokens) went unflagged before. A one-line
+# body can be the library's word for word when written honestly (lesson 03's forget_source, 30 tokens).
+MIN_VERBATIM_TOKENS = 40
 # A written answer shorter than this is not compared: a sentence or two can coincide.
 MIN_WRITTEN_WORDS = 30
 
@@ -155,11 +161,28 @@ def _functions(source: str) -> list[ast.FunctionDef]:
     return [node for node in parsed_cell(source).body if isinstance(node, ast.FunctionDef)]
 
 
+def _verbatim(function: ast.FunctionDef) -> str:
+    """The function as written, its docstrings, comments, annotations and layout set aside."""
+    function = copy.deepcopy(function)
+    for node in ast.walk(function):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(getattr(first.value, "value", None), str):
+                node.body = node.body[1:] or [ast.Pass()]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.returns = None
+        elif isinstance(node, ast.arg):
+            node.annotation = None
+    return ast.dump(function)
+
+
 @functools.cache  # read once per process: grades compares every lesson's answers with it
-def _library_functions() -> tuple[list[int], list[tuple[str, list[str]]]]:
+def _library_functions() -> tuple[list[int], list[tuple[str, list[str]]], dict[str, str]]:
     """Every function in lab_utils (the course's wing excepted), shortest first, as (dotted name,
-    normalized tokens); and their lengths, to find those of a given length quickly."""
+    normalized tokens); their lengths, to find those of a given length quickly; and the dotted name
+    of each as written (_verbatim)."""
     found: list[tuple[str, list[str]]] = []
+    verbatim: dict[str, str] = {}
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
         module = module_name(path)
         if module.startswith("lab_utils.course"):
@@ -168,18 +191,25 @@ def _library_functions() -> tuple[list[int], list[tuple[str, list[str]]]]:
             if isinstance(node, ast.FunctionDef):
                 # The node itself, not its source text: ast.get_source_segment splits the whole file per call.
                 found.append((f"{module}.{node.name}", _normalized(copy.deepcopy(node))))
+                verbatim.setdefault(_verbatim(node), f"{module}.{node.name}")
     found.sort(key=lambda function: len(function[1]))
-    return [len(tokens) for _, tokens in found], found
+    return [len(tokens) for _, tokens in found], found, verbatim
 
 
 def _library_copies(source: str) -> list[tuple[str, float]]:
     """(dotted name, score) of each lab_utils function that a function of the answer nearly copies,
-    if those functions together are as long as a written answer; else []."""
-    lengths, library = _library_functions()
-    copies, copied_tokens = [], 0
+    if those functions together are as long as a written answer or one of them is a library function
+    verbatim; else []."""
+    lengths, library, verbatim = _library_functions()
+    copies, copied_tokens, pasted = [], 0, False
     for function in _functions(source):
+        as_written = _verbatim(function)
         mine = _normalized(function)
         if len(mine) < MIN_FUNCTION_TOKENS:
+            continue
+        if len(mine) >= MIN_VERBATIM_TOKENS and as_written in verbatim:
+            copies.append((verbatim[as_written], 1.0))
+            copied_tokens, pasted = copied_tokens + len(mine), True
             continue
         # Two token lists this alike differ in length by a factor under 1.23 (2·shorter / both >= 0.9).
         nearby = library[bisect.bisect_left(lengths, len(mine) / 1.23):bisect.bisect_right(lengths, len(mine) * 1.23)]
@@ -188,7 +218,7 @@ def _library_copies(source: str) -> list[tuple[str, float]]:
         if score >= THRESHOLD:
             copies.append((dotted, score))
             copied_tokens += len(mine)
-    return copies if copied_tokens >= MIN_WRITTEN_TOKENS else []
+    return copies if pasted or copied_tokens >= MIN_WRITTEN_TOKENS else []
 
 
 def near_copies(root: Path, lesson: str) -> dict[str, str]:
@@ -201,11 +231,14 @@ def near_copies(root: Path, lesson: str) -> dict[str, str]:
     submitted = sorted(p for p in (root / "submitted").glob(f"*/{lesson}/{name}"))
     # student -> exercise -> (source of a code answer or None for a written one, its tokens or words)
     written: dict[str, dict[str, tuple[str | None, list[str]]]] = {}
+    short: list[tuple[str, str, str]] = []  # (student, exercise, source): compared with lab_utils alone
     for path in submitted:
         student = path.parent.parent.name
         for exercise, source in _answers(path).items():
             if exercise in solution and not _blank(source, stubs.get(exercise)):
                 written.setdefault(student, {})[exercise] = (source, tokens(source))
+            elif exercise in solution and tokens(source) is not None and not _stubs_only(source):
+                short.append((student, exercise, source))
         for exercise, text in _answers(path, "markdown").items():
             if exercise in prose and len(said := words(text)) >= MIN_WRITTEN_WORDS:
                 written.setdefault(student, {})[exercise] = (None, said)
@@ -216,13 +249,19 @@ def near_copies(root: Path, lesson: str) -> dict[str, str]:
     def flag(student: str, exercise: str, other: str, score: float) -> None:
         reasons.setdefault(student, {}).setdefault(other, []).append((exercise, score))
 
+    def flag_library(student: str, exercise: str, source: str) -> None:
+        if copies := _library_copies(source):
+            flag(student, exercise, ", ".join(dotted for dotted, _ in copies), max(s for _, s in copies))
+
     for student, answers in written.items():
         for exercise, (source, mine) in answers.items():
             score = similarity(mine, solution[exercise], THRESHOLD)
             if score >= THRESHOLD:
                 flag(student, exercise, "the reference solution", score)
-            elif source is not None and (copies := _library_copies(source)):
-                flag(student, exercise, ", ".join(dotted for dotted, _ in copies), max(s for _, s in copies))
+            elif source is not None:
+                flag_library(student, exercise, source)
+    for student, exercise, source in short:  # a short answer can only be a library function verbatim
+        flag_library(student, exercise, source)
     for (one, a), (two, b) in itertools.combinations(sorted(written.items()), 2):
         for exercise in sorted(a.keys() & b.keys()):
             score = similarity(a[exercise][1], b[exercise][1], THRESHOLD)

@@ -185,6 +185,33 @@ def test_library_helpers_pasted_one_by_one_are_a_copy_though_each_is_short(tmp_p
         "in recall-at-k (up to 1.00)" in found, found
 
 
+def test_a_short_answer_that_pastes_a_library_function_as_it_is_is_a_copy(tmp_path):
+    """An outside cheater pasted lesson 07's failed_for_real into a short answer, under MIN_WRITTEN_TOKENS:
+    unflagged before. Verbatim means its names and literals too: renamed, a short answer is not compared."""
+    lesson, exercise = "07_reflection_loop", "ineffective-rate"
+    library = (ROOT / "lab_utils" / "reflection" / "records.py").read_text()
+    node = next(n for n in ast.parse(library).body if isinstance(n, ast.FunctionDef) and n.name == "failed_for_real")
+    pasted = ast.get_source_segment(library, node).replace('    """The run failed, and not because of the '
+                                                           'environment: its last error (if any) is real."""\n', "")
+    rate = ("\n\ndef ineffective_rate(uses):\n    judged = [u for u in uses if u.outcome != 'aborted']\n"
+            "    return sum(map(failed_for_real, judged)) / len(judged) if judged else None\n")
+    assert similarity.MIN_VERBATIM_TOKENS <= len(similarity.tokens(pasted)) < similarity.MIN_WRITTEN_TOKENS
+    released = notebook_path("lessons", lesson)
+    hand_in(tmp_path, lesson, {"max": with_answers(released, {exercise: pasted + rate}),
+                               "ned": with_answers(released, {exercise: pasted.replace("errors", "mistakes") + rate})})
+    found = similarity.near_copies(tmp_path, lesson)
+    assert found == {"max": f"near-copy of lab_utils.reflection.records.failed_for_real in {exercise} (up to 1.00)"}
+
+
+def test_a_one_line_answer_that_is_the_librarys_word_for_word_is_not_a_copy(tmp_path):
+    """Lesson 03's forget_source as the fixture student wrote it: the library's one line, names and all."""
+    one_line = ("def forget_source(store, source):\n"
+                "    return store._rewrite([m for m in store.items if m.source != source])\n")
+    assert len(similarity.tokens(one_line)) < similarity.MIN_VERBATIM_TOKENS
+    lesson = "03_write_rules"
+    hand_in(tmp_path, lesson, {"oli": with_answers(notebook_path("lessons", lesson), {"forget-source": one_line})})
+    assert similarity.near_copies(tmp_path, lesson) == {}
+
 WRITTEN_LESSON, WRITTEN_ANSWER = "04_measuring_recall", "written-decision"
 KEEP = ("I would keep the disciplined memory. Its recall at three is the same as the naive store's within "
         "the interval, but it hands the model far fewer words per query, and the stale-fact rate falls, "
@@ -227,4 +254,5 @@ def test_the_instructors_guide_states_the_bars_in_use():
     assert f"at least {similarity.THRESHOLD:g} alike" in guide
     assert f"under {similarity.MIN_WRITTEN_TOKENS} such tokens" in guide
     assert f"each under {similarity.MIN_FUNCTION_TOKENS} such tokens is left out" in guide
+    assert f"verbatim, names and literals too, at least {similarity.MIN_VERBATIM_TOKENS} such tokens" in guide
     assert f"(at least {similarity.MIN_WRITTEN_WORDS} words)" in guide
