@@ -149,6 +149,15 @@ COPIED_AT_RUN_TIME = {
     "its code, in a helper": "import types, lab_utils.memory as q\nfrom lab_utils.memory import NOTHING\n"
                              "_r = types.FunctionType(q.format_recall.__code__, globals(), 'helper')\n"
                              "def format_recall(ms):\n    return _r(ms)\n",
+    # An outside cheater's: a constant added at the end, which no instruction of the code loads.
+    "its code, a constant added": "import types, lab_utils.memory as q\nfrom lab_utils.memory import NOTHING\n"
+                                  "c = q.format_recall.__code__\n"
+                                  "_r = types.FunctionType(c.replace(co_consts=c.co_consts + ('~',)), globals())\n"
+                                  "def format_recall(ms):\n    return _r(ms)\n",
+    "its source, its docstring changed": "import inspect, lab_utils.memory as q\n"
+                                         "from lab_utils.memory import Memory, NOTHING\n"
+                                         "exec(inspect.getsource(q.format_recall)\n"
+                                         "     .replace('\"\"\"', '\"\"\"Mine. ', 1))\n",
 }
 
 
