@@ -36,6 +36,7 @@ could forge one. What it stops is every known cheat, and the general means of hi
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import hashlib
 import inspect
@@ -318,7 +319,9 @@ def _defines(node: ast.stmt) -> list[str]:
 def _imports(nb) -> dict[str, tuple[str, str | None]]:
     """name -> (module, attribute) for every import in the notebook's cells other than answers, but
     for the answers the tests check that answer cells define (an answer's own function, once its
-    namesake was imported); a name the tests judge with stays, however an answer cell rebinds it."""
+    namesake was imported); a name the tests judge with stays, however an answer cell rebinds it.
+    Also each builtin the tests name and do not bind themselves (`any`, `abs`, `list`): a notebook's
+    own `any` would answer for the builtin in every test that calls it (no lesson binds one)."""
     found = {}
     for cell in nb.cells:
         if cell.cell_type != "code" or utils.is_solution(cell) or (tree := parsed_cell(cell.source)) is None:
@@ -337,7 +340,10 @@ def _imports(nb) -> dict[str, tuple[str, str | None]]:
               if isinstance(node, ast.Call) and getattr(node.func, "id", None) in CHECKERS
               and node.args and isinstance(node.args[0], ast.Name)}
     defined = {name for tree in answers for node in tree.body for name in _defines(node)} & tested
-    return {name: where for name, where in found.items() if name not in defined}
+    names = [node for tree in tests for node in ast.walk(tree) if isinstance(node, ast.Name)]
+    kept = found.keys() | {node.id for node in names if isinstance(node.ctx, ast.Store)}
+    builtin = {node.id: ("builtins", node.id) for node in names if node.id in dir(builtins) and node.id not in kept}
+    return {name: where for name, where in found.items() if name not in defined} | builtin
 
 
 def _names(source: str) -> set[str]:

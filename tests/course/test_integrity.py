@@ -157,6 +157,8 @@ CHEATS = {
     "traceback formatter replaced": (HIDDEN_FORMATTER, WRONG, "its proof ran from the handling of an error"),
     "kernel exits": ("import os\nos._exit(0)", RIGHT, "the kernel exited before test-double finished"),
     "builtin patched": ("import builtins\nbuiltins.all = lambda items: True", RIGHT, "changed: builtins.all"),
+    # A name of the notebook's own in place of a builtin the test calls (an outside cheater's `any`).
+    "builtin shadowed": ("all = lambda items: True", WRONG, "all is no longer builtins.all"),
     # What lab_utils.grading judges with: its tools, the interpreter's hooks, its own settings.
     "grader's tool patched": ("import inspect\ninspect.getattr_static = lambda *args, **kw: 0", RIGHT,
                               "inspect.getattr_static was replaced by code defined in the notebook"),
@@ -181,7 +183,7 @@ def exercise(answer: str) -> nbformat.NotebookNode:
         new_code_cell("from lab_utils.grading import assert_own_implementation"),
         new_code_cell(answer, metadata={"nbgrader": {**meta, "grade": False, "grade_id": "double",
                                                      "locked": False, "solution": True}}),
-        new_code_cell("assert_own_implementation(double)\nassert double(2) == 4, 'double doubles'",
+        new_code_cell("assert_own_implementation(double)\nassert all([double(2) == 4]), 'double doubles'",
                       metadata={"nbgrader": {**meta, "grade": True, "grade_id": "test-double", "locked": True,
                                              "points": 1, "solution": False}}),
     ])

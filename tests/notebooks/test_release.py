@@ -5,6 +5,7 @@ test_grading_day.py, which grades a whole class the way an instructor does.
 """
 
 import ast
+import builtins
 import importlib.util
 import json
 import re
@@ -14,6 +15,7 @@ import nbformat
 import pytest
 
 from lab_utils import course
+from lab_utils.course.cells import parsed_cell
 from lab_utils.paths import ROOT
 from nbtools import LESSONS, exercises, is_test, nbgrader_meta, notebook_path
 
@@ -111,3 +113,17 @@ def test_test_cells_reach_the_library_by_its_full_name(lesson):
                      for node in ast.walk(ast.parse(cell.source))
                      if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lab_utils"))
     assert not binding, f"{lesson}: test cells that bind a name of lab_utils: {binding}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_no_cell_of_a_lesson_binds_a_builtin_its_tests_call(lesson):
+    """Autograde names a test whose builtins (`any`, `list`) a notebook's own names replaced: the
+    lesson's cells must bind none of them."""
+    nb = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    tests = [parsed_cell(c.source) for c in nb.cells if is_test(c)]
+    called = {n.id for tree in tests for n in ast.walk(tree) if isinstance(n, ast.Name)} & set(dir(builtins))
+    others = [tree for c in nb.cells if c.cell_type == "code" and not is_test(c) and (tree := parsed_cell(c.source))]
+    bound = {getattr(n, "id", getattr(n, "name", None)) for tree in others for n in ast.walk(tree)
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+             or isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    assert not called & bound, f"{lesson} binds {sorted(called & bound)}, which its tests call as builtins"
