@@ -15,6 +15,7 @@ needs none of it.
 from __future__ import annotations
 
 import ast
+import codecs
 import re
 from pathlib import Path
 
@@ -35,7 +36,9 @@ MODULES = {"builtins", "ast", "inspect", "dis", "gc", "ctypes", "importlib", "IP
            "runpy", "py_compile", "compileall", "imp", "pkgutil", "zipimport", "socket", "socketserver", "asyncio",
            "concurrent", "pty", "site",
            # Code and data out of sight: the notebook's own namespace, objects unpickled, the kernel's history.
-           "__main__", "pickle", "_pickle", "copyreg", "shelve", "sqlite3", "_weakref"}
+           "__main__", "pickle", "_pickle", "copyreg", "shelve", "sqlite3", "_weakref",
+           # Text decoded into names a reader would flag (rot13, base64).
+           "codecs", "base64", "binascii"}
 GRADER = ("lab_utils.grading", "lab_utils.course")
 # Attributes of code, frames, tracebacks, classes and the kernel's shell.
 ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__", "__bases__", "__base__",
@@ -50,7 +53,7 @@ ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subcl
               "__setattr__", "__delattr__", "__file__", "In", "_ih"}
 # Functions of a library an answer never needs, whose names are common words elsewhere (`prompt.system`).
 CALLS = {"os.system", "os.popen", "os.spawnv", "os.spawnl", "os.posix_spawn", "os.posix_spawnp", "sys.audit",
-         "sys.path"}
+         "sys.path", "types.FunctionType", "types.CodeType", "types.LambdaType"}
 # A reference a test switches off, as own_implementation is given it: "lab_utils.temporal.writer.classify_update".
 REFERENCE = re.compile(r"[\"'](lab_utils(?:\.\w+)+)[\"']")
 # Functions that read an attribute by the name they are given, as getattr does.
@@ -119,7 +122,7 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
                 and _inside(imported[node.value.id], node.attr):
             found.append(f"{node.value.id}.{node.attr}")
         elif isinstance(node, ast.Call) and _getattr_inside(node, imported):
-            found.append(f"getattr({node.args[0].id}, ...)")
+            found.append(f"{node.func.id}({ast.unparse(node.args[0])}, ...)")
         elif isinstance(node, ast.Call) and (name := _got_inside(node)) is not None:
             found.append(f"{name}({ast.unparse(node.args[0])})")
         elif isinstance(node, ast.Global):
@@ -139,7 +142,7 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
             found.append(f"{spelled!r} spelled in pieces")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
                 named := _named_in_text(node.value)) is not None:
-            found.append(f"{named!r} in a string")  # getattr(f, "__code__"), Formatter().get_field("0.__globals__")
+            found.append(named)  # getattr(f, "__code__"), Formatter().get_field("0.__globals__")
         elif isinstance(node, ast.Name) and HISTORY.fullmatch(node.id):
             found.append(node.id)
         elif isinstance(node, (ast.Name, ast.Attribute)) and _dotted(node, imported) in references:
@@ -167,12 +170,16 @@ def _assigned(tree: ast.Module) -> set[str]:
 
 
 def _named_in_text(text: str) -> str | None:
-    """What a string names that a cell should not reach: an attribute of code, frames or the shell as a
-    word of it, an entry of the kernel's history, a Python file; None for anything else."""
+    """What a string names that a cell should not reach, said: an attribute of code, frames or the shell
+    as a word of it (also spelled backwards or in rot13), an entry of the kernel's history, a Python file;
+    None for anything else."""
     if HISTORY.fullmatch(text) or PYTHON_FILE.fullmatch(text):
-        return text
-    words = set(re.findall(r"\w+", text)) & ATTRIBUTES
-    return min((word for word in words if "_" in word), default=None)
+        return f"{text!r} in a string"
+    for spelling, how in ((text, ""), (text[::-1], "backwards "), (codecs.encode(text, "rot13"), "in rot13 ")):
+        words = set(re.findall(r"\w+", spelling)) & (ATTRIBUTES | NAMES)
+        if named := min((word for word in words if "_" in word), default=None):
+            return f"{named!r} {how}in a string"
+    return None
 
 
 def _dotted(node: ast.Name | ast.Attribute, imported: dict[str, str]) -> str | None:
@@ -219,12 +226,14 @@ def _inside(library: str | None, attr: str) -> bool:
 
 
 def _getattr_inside(call: ast.Call, imported: dict[str, str]) -> bool:
-    """`getattr(sys, name)`: a library's attribute by a computed name, or by a constant naming its inside."""
-    if not (isinstance(call.func, ast.Name) and call.func.id == "getattr" and len(call.args) > 1
-            and isinstance(call.args[0], ast.Name) and call.args[0].id in imported):
+    """`getattr(sys, name)`, `hasattr(rules.redact, name)`: an attribute of a library or of what it holds
+    by a computed name, or by a constant naming an inside."""
+    if not (isinstance(call.func, ast.Name) and call.func.id in ("getattr", "hasattr") and len(call.args) > 1
+            and isinstance(call.args[0], (ast.Name, ast.Attribute))
+            and (library := _dotted(call.args[0], imported)) is not None):
         return False
     name = call.args[1]
-    return not isinstance(name, ast.Constant) or _inside(imported[call.args[0].id], str(name.value))
+    return not isinstance(name, ast.Constant) or _inside(library, str(name.value))
 
 
 def _got_inside(call: ast.Call) -> str | None:

@@ -116,6 +116,14 @@ CHEATS = {
     "a folder put on the path": ("import site\nsite.addsitedir('helpers')", "import site"),
     "a reference reached through its package": ("KEPT = rules.redact('mail a@b.io')\ndef answer():\n    return 2",
                                                 "rules.redact (a reference its tests switch off)"),
+    # And the third: names hidden in rot13 and decoded, a reference's code cloned into a new function.
+    "a name in rot13": ("def answer():\n    return len('__tybonyf__')", "'__globals__' in rot13 in a string"),
+    "a name spelled backwards": ("def answer():\n    return len('__edoc__')", "'__code__' backwards in a string"),
+    "a decoder of hidden names": ("import codecs\ndef answer():\n    return 2", "import codecs"),
+    "a function built from a code object": ("import types\ndef answer():\n    return types.FunctionType",
+                                            "types.FunctionType"),
+    "an attribute of a library's function by a computed name": (
+        "NAME = 'x'\ndef answer():\n    return getattr(rules.redact, NAME)", "getattr(rules.redact, ...)"),
 }
 
 
