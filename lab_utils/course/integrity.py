@@ -270,7 +270,10 @@ def _kernel_state(mime: str, asked: str, nonce: str, preload: list[str], machine
     rebound = []  # names the test uses that the released cells imported, bound to something else now
     for name, (module, attr) in imported.items():
         target = sys.modules.get(module)
-        if name in shell.user_ns and shell.user_ns[name] is not (getattr(target, attr, None) if attr else target):
+        value = shell.user_ns.get(name, rebound)
+        # The shell's own stand-ins for builtins (IPython's `open`, `exit`) are kept in user_ns_hidden.
+        if value is not rebound and value is not (getattr(target, attr, None) if attr else target) \
+                and not (module == "builtins" and value is shell.user_ns_hidden.get(name, rebound)):
             rebound.append(f"{name} is no longer {module}{'.' + attr if attr else ''}")
     ran = shell.history_manager.input_hist_parsed[-1] if nonce else ""
     shell.display_pub.publish({mime: {
@@ -342,7 +345,8 @@ def _imports(nb) -> dict[str, tuple[str, str | None]]:
     defined = {name for tree in answers for node in tree.body for name in _defines(node)} & tested
     names = [node for tree in tests for node in ast.walk(tree) if isinstance(node, ast.Name)]
     kept = found.keys() | {node.id for node in names if isinstance(node.ctx, ast.Store)}
-    builtin = {node.id: ("builtins", node.id) for node in names if node.id in dir(builtins) and node.id not in kept}
+    builtin = {node.id: ("builtins", node.id) for node in names
+               if node.id in dir(builtins) and not node.id.startswith("__") and node.id not in kept}
     return {name: where for name, where in found.items() if name not in defined} | builtin
 
 

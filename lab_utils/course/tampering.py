@@ -46,9 +46,9 @@ ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subcl
               "__getattribute__", "__loader__", "__spec__", "f_back", "f_locals", "f_globals", "f_lineno",
               "f_code", "f_trace", "tb_frame", "tb_next", "gi_frame", "cr_frame", "co_code", "co_consts",
               "ast_transformers", "input_transformers_cleanup", "input_transformers_post",
-              "input_transformer_manager", "user_ns", "user_global_ns", "displayhook", "excepthook", "settrace",
-              "setprofile", "_getframe", "meta_path", "path_hooks", "addaudithook", "breakpointhook", "run_cell",
-              "run_code", "ast_parse", "set_custom_exc", "InteractiveTB", "display_pub", "shell_handlers",
+              "input_transformer_manager", "user_ns", "user_ns_hidden", "user_global_ns", "displayhook", "excepthook",
+              "settrace", "setprofile", "_getframe", "meta_path", "path_hooks", "addaudithook", "breakpointhook",
+              "run_cell", "run_code", "ast_parse", "set_custom_exc", "InteractiveTB", "display_pub", "shell_handlers",
               "history_manager", "_GeneratorContextManager", "fork", "forkpty", "_exit", "execv", "execve",
               "__setattr__", "__delattr__", "__file__", "In", "_ih"}
 # Functions of a library an answer never needs, whose names are common words elsewhere (`prompt.system`).

@@ -217,6 +217,15 @@ def test_an_honest_answer_passes_unflagged_and_a_wrong_one_fails_unflagged(tmp_p
     assert errors(wrong) == ["AssertionError: double doubles"] and found == []
 
 
+def test_the_shells_own_stand_ins_for_builtins_are_no_rebinding(tmp_path):
+    """IPython puts its own `open` and `exit` in the notebook's namespace: a test that calls them is no cheat."""
+    nb = exercise(RIGHT)
+    nb.cells[-1].source = ("import os\nassert_own_implementation(double)\nwith open(os.devnull) as null:\n"
+                           "    assert all([double(2) == 4]) and callable(exit), 'double doubles'")
+    cell, found = run_sealed(nb, tmp_path)
+    assert errors(cell) == [] and found == []
+
+
 @pytest.mark.parametrize("name", CHEATS)
 def test_a_cheat_costs_the_points_and_is_named(name, tmp_path):
     cheat, answer, named = CHEATS[name]
