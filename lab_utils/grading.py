@@ -16,9 +16,10 @@ tuple, set, dict or a pandas object) a subclass of its own of a built-in type th
 behaves, nor an object of a class of its own that decides how it compares (a list or an object
 equal to everything would pass every `==` of the tests, or one that says it is of another class),
 nor raise an error whose message is such a string; nor run a copy of a reference's code built at
-run time (`exec(inspect.getsource(reference))`, its code given a cell's name or other constants),
-which no cell of the notebook shows as it compiles, on any thread it starts; nor start another
-process, where the reference runs unwatched; nor read the frames of the test that called it (every call is watched).
+run time (`exec(inspect.getsource(reference))`, its code given a cell's name, other local names or
+constants), which no cell of the notebook shows as it compiles, on any thread it starts; nor start
+another process, where the reference runs unwatched; nor read the frames of the test that called it
+(every call is watched).
 """
 
 from __future__ import annotations
@@ -536,15 +537,14 @@ FRAME_READERS = {id(f.__code__): f"{f.__module__}.{f.__qualname__}" for f in (
 
 def _watch(references: list[tuple[str, FunctionType]], copied: list, switched_off: list, peeked: list):
     """A profile function that notes (in `copied`) each run of a reference's code, or of a copy of its
-    source compiled again or of its code with other constants, that is not in a cell of the notebook as
-    the cell's text compiles: while the
-    tripwires are set, that is a copy of it, never the reference itself; (in `switched_off`) a call
-    that would replace the watch, start a thread without it or start another process, from code
-    other than this module's and threading's; and (in `peeked`) the code that called the answer read
-    from code that is not installed."""
+    source compiled again or of its code with other local names or constants, that is not in a cell of
+    the notebook as the cell's text compiles: while the tripwires are set, that is a copy of it, never
+    the reference itself; (in `switched_off`) a call that would replace the watch, start a thread
+    without it or start another process, from code other than this module's and threading's; and (in
+    `peeked`) the code that called the answer read from code that is not installed."""
     shapes = {shape: dotted for dotted, reference in references for shape in _copy_shapes(reference)}
-    # The same instructions, names and variables with other constants: a docstring reworded, a constant added.
-    alike = {shape[:3]: dotted for shape, dotted in shapes.items()}
+    # The same instructions and names with other variables or constants: locals renamed, a docstring reworded.
+    alike = {shape[:2]: dotted for shape, dotted in shapes.items()}
     first_ops = {shape[0] for shape in shapes}  # a quick test before the whole shape
     cells, sealed = _notebook_cells(), _SEALED
     label = references[0][0] if references else "lab_utils"
@@ -573,12 +573,12 @@ def _watch(references: list[tuple[str, FunctionType]], copied: list, switched_of
 
 
 def _copy_of(code: CodeType, shapes: dict, alike: dict) -> str | None:
-    """The reference that `code` is a copy of, or None: its shape, or its instructions, names and
-    variables with other constants, unless it is what an installed file compiles to (a library's
-    function that differs from the reference only in its constants)."""
+    """The reference that `code` is a copy of, or None: its shape, or its instructions and names with
+    other local variables or constants, unless it is what an installed file compiles to (a library's
+    function that differs from the reference only in those)."""
     if (dotted := shapes.get(_shape(code))) is not None:
         return dotted
-    dotted = alike.get((code.co_code, code.co_names, code.co_varnames))
+    dotted = alike.get((code.co_code, code.co_names))
     return None if dotted is None or _compiled_from_its_file(code) else dotted
 
 

@@ -154,6 +154,10 @@ COPIED_AT_RUN_TIME = {
                                   "c = q.format_recall.__code__\n"
                                   "_r = types.FunctionType(c.replace(co_consts=c.co_consts + ('~',)), globals())\n"
                                   "def format_recall(ms):\n    return _r(ms)\n",
+    # An outside cheater's too: the reference's text with its local names renamed, run by a profiler.
+    "its source, its local names renamed": "import inspect, lab_utils.memory as q\n"
+                                           "from lab_utils.memory import Memory, NOTHING\n"
+                                           "exec(inspect.getsource(q.format_recall).replace('memories', 'ms'))\n",
     "its source, its docstring changed": "import inspect, lab_utils.memory as q\n"
                                          "from lab_utils.memory import Memory, NOTHING\n"
                                          "exec(inspect.getsource(q.format_recall)\n"
