@@ -15,6 +15,7 @@ needs none of it.
 from __future__ import annotations
 
 import ast
+import base64
 import codecs
 import re
 from pathlib import Path
@@ -37,8 +38,8 @@ MODULES = {"builtins", "ast", "inspect", "dis", "gc", "ctypes", "importlib", "IP
            "concurrent", "pty", "site",
            # Code and data out of sight: the notebook's own namespace, objects unpickled, the kernel's history.
            "__main__", "pickle", "_pickle", "copyreg", "shelve", "sqlite3", "_weakref",
-           # Text decoded into names a reader would flag (rot13, base64).
-           "codecs", "base64", "binascii"}
+           # Text decoded into names a reader would flag (rot13, base64), and runners of code text.
+           "codecs", "base64", "binascii", "cProfile", "profile", "pdb", "bdb", "trace", "timeit", "doctest"}
 GRADER = ("lab_utils.grading", "lab_utils.course")
 # Attributes of code, frames, tracebacks, classes and the kernel's shell.
 ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__", "__bases__", "__base__",
@@ -67,8 +68,10 @@ CLASS_SETTINGS = {"__slots__", "__doc__", "__match_args__", "__annotations__"}
 SETTINGS = {"rcParams", "options"}
 # The kernel's history of inputs and outputs: `_i12` holds the text of cell 12, the running test's included.
 HISTORY = re.compile(r"_i{1,3}\d*|_[iod]h|Out")
-# A Python file named in a string: a library's source read from disk (`Path(...) / "metrics.py"`).
-PYTHON_FILE = re.compile(r"[\w./\\-]*\w\.py")
+# A Python file named in a string: a library's source read from disk (`Path(...) / "metrics.py"`, `rglob("*.py")`).
+PYTHON_FILE = re.compile(r"[\w./\\*-]*[\w*]\.py")
+# A string this long that decodes from hex or base64 to text: code or names hidden from a reader.
+ENCODED_LENGTH = 24
 # The magics students use out of habit (`%matplotlib inline`), which IPython turns into get_ipython() calls.
 HABITS = {"matplotlib", "load_ext", "autoreload", "xmode", "time", "timeit", "pip", "env"}
 
@@ -175,10 +178,26 @@ def _named_in_text(text: str) -> str | None:
     None for anything else."""
     if HISTORY.fullmatch(text) or PYTHON_FILE.fullmatch(text):
         return f"{text!r} in a string"
+    if (encoding := _encoded(text)) is not None:
+        return f"text encoded as {encoding} in a string"
     for spelling, how in ((text, ""), (text[::-1], "backwards "), (codecs.encode(text, "rot13"), "in rot13 ")):
         words = set(re.findall(r"\w+", spelling)) & (ATTRIBUTES | NAMES)
         if named := min((word for word in words if "_" in word), default=None):
             return f"{named!r} {how}in a string"
+    return None
+
+
+def _encoded(text: str) -> str | None:
+    """'hex' or 'base64' when `text` is long and decodes from it to printable text, else None."""
+    if len(text) < ENCODED_LENGTH or not re.fullmatch(r"[A-Za-z0-9+/=\s]+", text):
+        return None
+    for encoding, decode in (("hex", bytes.fromhex), ("base64", lambda t: base64.b64decode(t, validate=True))):
+        try:
+            decoded = decode("".join(text.split())).decode("utf-8")
+        except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+            continue
+        if decoded.isprintable() or all(c.isprintable() or c.isspace() for c in decoded):
+            return encoding
     return None
 
 

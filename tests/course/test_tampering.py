@@ -122,6 +122,14 @@ CHEATS = {
     "a decoder of hidden names": ("import codecs\ndef answer():\n    return 2", "import codecs"),
     "a function built from a code object": ("import types\ndef answer():\n    return types.FunctionType",
                                             "types.FunctionType"),
+    # And the fourth: code text in hex run by a profiler, a library's file found among all of them.
+    "a runner of code text": ("import cProfile\ndef answer():\n    return 2", "import cProfile"),
+    "code hidden as hex": (f"CODE = '{'print(2)  # and more hidden code'.encode().hex()}'\ndef answer():\n    return 2",
+                           "text encoded as hex in a string"),
+    "code hidden as base64": ("CODE = 'cHJpbnQoMikgICMgYW5kIG1vcmUgaGlkZGVuIGNvZGU='\ndef answer():\n    return 2",
+                              "text encoded as base64 in a string"),
+    "every Python file looked through": ("from pathlib import Path\nFILES = list(Path('.').rglob('*.py'))\n"
+                                         "def answer():\n    return 2", "'*.py' in a string"),
     "an attribute of a library's function by a computed name": (
         "NAME = 'x'\ndef answer():\n    return getattr(rules.redact, NAME)", "getattr(rules.redact, ...)"),
 }
