@@ -270,10 +270,11 @@ def _kernel_state(mime: str, asked: str, nonce: str, preload: list[str], machine
     rebound = []  # names the test uses that the released cells imported, bound to something else now
     for name, (module, attr) in imported.items():
         target = sys.modules.get(module)
-        value = shell.user_ns.get(name, rebound)
+        absent = object()
+        value = shell.user_ns.get(name, absent)
         # The shell's own stand-ins for builtins (IPython's `open`, `exit`) are kept in user_ns_hidden.
-        if value is not rebound and value is not (getattr(target, attr, None) if attr else target) \
-                and not (module == "builtins" and value is shell.user_ns_hidden.get(name, rebound)):
+        if value is not absent and value is not (getattr(target, attr, None) if attr else target) \
+                and not (module == "builtins" and value is shell.user_ns_hidden.get(name, absent)):
             rebound.append(f"{name} is no longer {module}{'.' + attr if attr else ''}")
     ran = shell.history_manager.input_hist_parsed[-1] if nonce else ""
     shell.display_pub.publish({mime: {

@@ -203,7 +203,7 @@ def _library_copies(source: str) -> list[tuple[str, float]]:
     lengths, library, verbatim = _library_functions()
     copies, copied_tokens, pasted = [], 0, False
     for function in _functions(source):
-        as_written = _verbatim(function)
+        as_written = _verbatim(function)  # before _normalized, which rewrites the tree
         mine = _normalized(function)
         if len(mine) < MIN_FUNCTION_TOKENS:
             continue

@@ -196,7 +196,7 @@ def _encoded(text: str) -> str | None:
             decoded = decode("".join(text.split())).decode("utf-8")
         except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
             continue
-        if decoded.isprintable() or all(c.isprintable() or c.isspace() for c in decoded):
+        if all(c.isprintable() or c.isspace() for c in decoded):
             return encoding
     return None
 
