@@ -2,12 +2,13 @@
 
 Only the kernel is sandboxed, not nbgrader: the kernel that runs a submission is started by
 Debian's bubblewrap (`bwrap`). It sees the system's folders (/usr, /etc, …) read-only, the Python it
-runs on and the course package with its data, and the submission's working copy
-(autograded/<student>/<lesson>/), read-only too; nothing else of the machine: not the course folder
-(solutions, gradebook, git history), not the homes, not /etc/shadow. It writes only to a private
-/tmp, has no network, only a few of the grader's environment variables (no key or token), and its
-own process namespace (what the student's code starts ends with the kernel). `prlimit`
-caps its memory (address space), CPU time and processes; nbgrader's per-cell timeout stops a hang.
+runs on and the course package with its data, the submission's working copy
+(autograded/<student>/<lesson>/) and the grader's list of fonts (font_list), read-only too; nothing
+else of the machine: not the course folder (solutions, gradebook, git history), not the homes, not
+/etc/shadow. It writes only to a private /tmp, has no network, only a few of the grader's environment
+variables (no key or token), and its own process namespace (what the student's code starts ends with
+the kernel). `prlimit` caps its memory (address space), CPU time and processes; nbgrader's per-cell
+timeout stops a hang.
 The process cap is RLIMIT_NPROC in a user namespace of the sandbox's own, where it counts the
 kernel's processes alone; root, whom RLIMIT_NPROC does not bind, gets a pids cgroup instead
 (cgroup.py), where the machine lets root make one. A cell that ran into the cap leaves no process
@@ -85,7 +86,7 @@ class Sandbox(Configurable):
             "bwrap", *(["--unshare-user"] if rootless else []),
             *system_mounts(), "--dev", "/dev", "--proc", "/proc",
             "--size", str(self.tmp_mb * 2**20), "--tmpfs", "/tmp", *[arg for h in home for arg in ("--tmpfs", h)],
-            *[arg for path in python_and_course() for arg in ("--ro-bind", path, path)],
+            *[arg for path in python_and_course() for arg in ("--ro-bind", path, path)], *font_list(),
             # The submission is read, not written: what the student's code writes goes to /tmp.
             "--ro-bind", workdir, workdir, "--bind", sockets, sockets,
             *[arg for h in home for arg in ("--remount-ro", h)], "--remount-ro", "/",
@@ -98,7 +99,7 @@ class Sandbox(Configurable):
             # parent there is the namespace's init (pid 1), which ipykernel knows not to watch.
             "--setenv", "JPY_PARENT_PID", "1", "--setenv", "HOME", "/tmp",
             "--setenv", "LAB_WORK_DIR", "/tmp/work", "--setenv", "IPYTHONDIR", "/tmp/ipython",
-            "--setenv", "MPLCONFIGDIR", "/tmp/matplotlib", "--chdir", workdir,
+            "--setenv", "MPLCONFIGDIR", MPLCONFIGDIR, "--chdir", workdir,
             "prlimit", f"--as={self.memory_mb * 2**20}", f"--cpu={self.cpu_seconds}",
             *([f"--nproc={self.max_processes}"] if rootless else []), "--", *kernel,
         ]
@@ -108,6 +109,7 @@ class Sandbox(Configurable):
 # course's own folder with its solutions, gradebook and git history) is there.
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 SECRETS = ("/etc/shadow", "/etc/gshadow")  # readable by root, who may be grading
+MPLCONFIGDIR = "/tmp/matplotlib"  # the kernel's matplotlib settings and caches
 KEPT_VARIABLES = ("PATH", "PYTHONPATH", "LANG", "LANGUAGE", "TZ", "NBGRADER_EXECUTION", "NBGRADER_VALIDATING")
 
 
@@ -125,7 +127,27 @@ def python_and_course() -> list[str]:
     """What the kernel runs on, outside the system folders: the environment, its base Python, the
     course package and its data; parents first, so that a bind inside another is not hidden by it."""
     needed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, PACKAGE_DIR, DATA_DIR)}
-    return sorted(p for p in needed if not any(p == s or p.startswith(s + os.sep) for s in SYSTEM))
+    return sorted(p for p in needed if not _inside(p, SYSTEM))
+
+
+def font_list() -> list[str]:
+    """matplotlib's list of the machine's fonts, the grader's, bound read-only where the kernel's
+    matplotlib looks for it: else every kernel scans the fonts again (0.3 CPU-s for 40 fonts, seconds
+    for thousands). Not when a font it lists lies outside the sandbox (in the home): the kernel's
+    matplotlib would miss that file, scan again and fail to save its list."""
+    import matplotlib
+    from matplotlib import font_manager
+
+    listed = Path(matplotlib.get_cachedir(), f"fontlist-v{font_manager.FontManager.__version__}.json")
+    fonts = font_manager.fontManager.ttflist + font_manager.fontManager.afmlist
+    seen = (*SYSTEM, *python_and_course())
+    if not listed.exists() or not all(_inside(os.path.realpath(font.fname), seen) for font in fonts):
+        return []
+    return ["--ro-bind", str(listed), f"{MPLCONFIGDIR}/{listed.name}"]
+
+
+def _inside(path: str, folders) -> bool:
+    return any(path == folder or path.startswith(folder + os.sep) for folder in folders)
 
 
 def kept_environment() -> dict[str, str]:

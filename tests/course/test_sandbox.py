@@ -90,6 +90,10 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
         "workdir": ("%env LAB_WORK_DIR=work\nfrom lab_utils.paths import work_dir\n"
                     "try:\n    work_dir('mine')\nfinally:\n    %env LAB_WORK_DIR=/tmp/work",
                     "write outside /tmp was refused"),
+        # Not an attack: when did the list of fonts the kernel's matplotlib reads come to be?
+        "fonts": ("import glob, os\n"
+                  "print('font list:', [os.stat(p).st_mtime_ns for p in glob.glob('/tmp/matplotlib/fontlist-*.json')])",
+                  ""),
     }
 
 
@@ -233,19 +237,41 @@ def test_a_notebook_that_moves_its_work_folder_is_told_why_it_cannot_write_there
 
 
 @needs_cap
-def test_the_process_cap_is_the_configured_one(graded):
+def printed_by_the_attacker(graded) -> str:
     nb = nbformat.read(graded.root / "autograded" / "attacker" / LESSON / f"{LESSON}.ipynb", as_version=4)
-    printed = "".join(o.get("text", "") for cell in nb.cells for o in cell.get("outputs", []))
+    return "".join(o.get("text", "") for cell in nb.cells for o in cell.get("outputs", []))
+
+
+def test_the_process_cap_is_the_configured_one(graded):
+    printed = printed_by_the_attacker(graded)
     started = int(re.search(r"^started (\d+)$", printed, re.M)[1])
     # The kernel's own threads count too, so the flood gets a little less than the cap.
     assert MAX_PROCESSES // 2 < started < MAX_PROCESSES
 
 
 def test_the_answers_and_the_graders_secrets_are_out_of_sight(graded):
-    nb = nbformat.read(graded.root / "autograded" / "attacker" / LESSON / f"{LESSON}.ipynb", as_version=4)
-    printed = "".join(o.get("text", "") for cell in nb.cells for o in cell.get("outputs", []))
+    printed = printed_by_the_attacker(graded)
     assert "found 0 []; key None; shadow 0" in printed, printed[-500:]
     assert KEY not in printed
+
+
+def test_the_kernel_reads_the_graders_list_of_fonts(graded):
+    """The grader's own file, not one the kernel made: matplotlib scans no font in the sandbox."""
+    printed = printed_by_the_attacker(graded)
+    listed = sandbox.font_list()[1]
+    assert f"font list: [{os.stat(listed).st_mtime_ns}]" in printed
+
+
+def test_a_font_out_of_the_sandboxs_sight_keeps_the_list_of_fonts_out(monkeypatch):
+    from matplotlib import font_manager
+
+    def fonts_in(folder):
+        font = font_manager.FontEntry(fname=str(Path(folder) / "Mine.ttf"), name="Mine")
+        monkeypatch.setattr(font_manager.fontManager, "ttflist", [font])
+        return sandbox.font_list()
+
+    assert fonts_in("/usr/share/fonts/truetype")[0] == "--ro-bind"
+    assert fonts_in(Path.home() / ".fonts") == [], "the kernel would look for Mine.ttf and scan again"
 
 
 def test_nothing_outside_the_working_copy_changed(graded):
