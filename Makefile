@@ -73,10 +73,8 @@ grading-strength: $(READY)  ## how many planted mistakes in the solutions lose p
 	$(BIN)/python benchmarks/grading_strength.py --survivors
 
 # The gradebook holds hand grades no command can remake: copy it aside, never delete it silently.
-backup:  ## a dated copy of gradebook.db in backups/
-	mkdir -p backups
-	sqlite3 gradebook.db ".backup backups/gradebook-$$(date +%Y%m%d-%H%M%S).db" 2>/dev/null \
-		|| cp gradebook.db backups/gradebook-$$(date +%Y%m%d-%H%M%S).db
+backup: $(READY)  ## a dated copy of gradebook.db in backups/
+	$(BIN)/python -m lab_utils.course backup $(COURSE)
 
 clean:  ## remove what commands remake (the gradebook and submissions stay)
 	rm -rf $(VENV) work artifacts/browser autograded feedback grades.csv grades_canvas.csv grades_by_exercise.* autograde_logs

@@ -1,10 +1,11 @@
-"""The instructor's commands (the Makefile's release, autograde, feedback, grades, student-repo):
+"""The instructor's commands (the Makefile's release, autograde, feedback, grades, student-repo, backup):
 
     python -m lab_utils.course release                 # lessons/ from solutions/, lessons into the gradebook
     python -m lab_utils.course autograde [--jobs N]    # every submitted/<student>/<lesson>/, sandboxed
     python -m lab_utils.course feedback                # HTML per student and lesson in feedback/
     python -m lab_utils.course grades                  # grades.csv, grades_canvas.csv, grades_by_exercise.*
     python -m lab_utils.course publish DEST            # the students' repository, without the answers
+    python -m lab_utils.course backup                  # a dated copy of gradebook.db in backups/
 
 Every command takes `--root PATH` (default: this repository) and reads PATH/nbgrader_config.py.
 autograde and feedback take `--lesson NAME` for one lesson, autograde `--student ID` for one student. autograde refuses to run student code
@@ -22,6 +23,7 @@ from pathlib import Path
 from sqlalchemy.exc import SAWarning
 
 from lab_utils.course import autograde, config, feedback, publish, release, sandbox
+from lab_utils.course.backup import backup
 from lab_utils.paths import ROOT
 
 
@@ -44,6 +46,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     commands.add_parser("grades", parents=[common], help="grades.csv and the LMS file")
     publish = commands.add_parser("publish", parents=[common], help="the students' repository, in DEST")
     publish.add_argument("dest", type=Path, help="a new or empty folder")
+    commands.add_parser("backup", parents=[common], help="a dated copy of gradebook.db in backups/")
     return parser.parse_args(argv)
 
 
@@ -53,7 +56,8 @@ def report(command: str, outcomes: list[autograde.Outcome]) -> int:
     if command == "autograde":
         waiting = sum(o.score.waiting for o in outcomes if o.score)
         flagged = sum(bool(o.flags) for o in outcomes)
-        print(f"  {waiting:g} points wait for hand grading (Formgrader); {flagged} submissions flagged "
+        submissions = "submission" if flagged == 1 else "submissions"
+        print(f"  {waiting:g} points wait for hand grading (Formgrader); {flagged} {submissions} flagged "
               "(near-copies are found by `make grades`)")
     if failed:
         lines = [f"  {o.student}/{o.lesson}: {o.problem}" for o in failed]
@@ -83,6 +87,13 @@ def main(argv: list[str] | None = None) -> int:
         totals = table.groupby("student")[["score", "max_score"]].sum()
         print(f"wrote {', '.join(grades.GRADE_FILES + (export.CANVAS_FILE,))} in {root}\n{totals.to_string()}")
         return 0
+    if args.command == "backup":
+        try:
+            print(f"copied gradebook.db to {backup(root).relative_to(root)}")
+        except FileNotFoundError as missing:
+            print(missing, file=sys.stderr)
+            return 2
+        return 0
     if args.command == "publish":
         publish.publish(root, args.dest.resolve())
         print(f"published the students' repository in {args.dest}")
@@ -92,6 +103,12 @@ def main(argv: list[str] | None = None) -> int:
             print("bubblewrap is not installed (apt-get install bubblewrap): without it student code would "
                   "run with your rights. Install it, or pass --unsafe (make autograde UNSAFE=1) to grade "
                   "without a sandbox.", file=sys.stderr)
+            return 2
+        elsewhere = autograde.library_elsewhere()
+        if elsewhere:
+            print(f"{elsewhere}: every test would fail. The environment (.venv) must be this course folder's own, "
+                  "and a copy made with `cp -a` keeps the original's: remove it (`rm -rf .venv`) and run the "
+                  "command again, which sets it up anew (about a minute).", file=sys.stderr)
             return 2
         missing = autograde.missing_release(root)
         if missing:

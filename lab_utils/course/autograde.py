@@ -12,6 +12,9 @@ import multiprocessing
 import queue
 import re
 import shutil
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
 from collections import deque
@@ -32,7 +35,7 @@ from lab_utils.course import integrity, tampering
 from lab_utils.course.config import api, gradebook, late_penalty, lesson_names, submissions
 from lab_utils.course.sandbox import incidents
 from lab_utils.files import atomic_write_text
-from lab_utils.paths import ROOT
+from lab_utils.paths import PACKAGE_DIR, ROOT
 
 STATUS_FILE = "autograde_status.json"
 KERNEL_LOGS = "autograde_logs"  # <student>/<lesson>.log: what each submission's kernel wrote to stderr
@@ -161,6 +164,17 @@ def timestamp_problem(path: Path) -> str | None:
     return None
 
 
+def forget_a_time_taken_away(gb: Gradebook, student: str, lesson: str, folder: Path) -> None:
+    """A submission's time is what its timestamp.txt says when it is graded. nbgrader keeps the time
+    it read before once the file is gone or empty (deleted to grade a submission as on time)."""
+    stamp = folder / "timestamp.txt"
+    if stamp.exists() and stamp.read_text(encoding="utf-8").strip():
+        return
+    with suppress(MissingEntry):
+        gb.find_submission(lesson, student).timestamp = None
+        gb.db.commit()
+
+
 def grade(root: Path, student: str, lesson: str, unsafe: bool = False) -> Outcome:
     """Check, autograde and read back one submission (a worker process runs this)."""
     # nbgrader's own gradebook code trips this SQLAlchemy warning on every submission; it is noise.
@@ -168,6 +182,8 @@ def grade(root: Path, student: str, lesson: str, unsafe: bool = False) -> Outcom
     start = time.perf_counter()
     with gradebook(root) as gb:
         outcome = Outcome(student, lesson, problem=precheck(student, lesson, root, gb))
+        if not outcome.problem:
+            forget_a_time_taken_away(gb, student, lesson, Path(root) / "submitted" / student / lesson)
     if not outcome.problem:
         log = Path(root) / KERNEL_LOGS / student / f"{lesson}.log"
         log.unlink(missing_ok=True)  # this grading's messages only
@@ -301,6 +317,18 @@ def missing_release(root: Path) -> list[str]:
     with gradebook(root) as gb:
         known = {a.name for a in gb.assignments}
     return [name for name in lesson_names(root) if name not in known]
+
+
+def library_elsewhere() -> str | None:
+    """Why a kernel of this environment would not run the grader's lab_utils, or None. An environment
+    copied along with its course folder (`cp -a`) still imports the library of the folder it was made in."""
+    with tempfile.TemporaryDirectory() as nowhere:  # as a kernel starts: no lab_utils beside it, no -m
+        found = subprocess.run([sys.executable, "-P", "-c", "import lab_utils; print(lab_utils.__file__)"],
+                               capture_output=True, text=True, cwd=nowhere)
+    if found.returncode:
+        return f"a kernel started here cannot import lab_utils ({found.stderr.strip().splitlines()[-1]})"
+    where = Path(found.stdout.strip()).resolve().parent
+    return None if where == PACKAGE_DIR else f"a kernel started here imports lab_utils from {where}, not {PACKAGE_DIR}"
 
 
 # --- the last outcome of every submission, which grades.csv and feedback trust over the gradebook ---

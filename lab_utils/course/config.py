@@ -12,11 +12,13 @@ from pathlib import Path
 
 import nbgrader.api
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbformat.v4.nbbase import random_cell_id
 from nbgrader.api import Gradebook
 from nbgrader.apps import NbGraderAPI
+from nbgrader.converters import Autograde
 from nbgrader.dbutil import ALEMBIC_DIR
 from nbgrader.plugins import BasePlugin
-from nbgrader.preprocessors import AssignLatePenalties, GetGrades
+from nbgrader.preprocessors import AssignLatePenalties, GetGrades, OverwriteCells
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
@@ -28,6 +30,16 @@ COURSE_ID = "agent-memory-lab"
 CONFIG_FILE = "nbgrader_config.py"
 # Parallel graders wait for each other's gradebook writes instead of failing at once.
 GRADEBOOK_WAIT_SECONDS = 120
+
+
+class PutBackWithIds(OverwriteCells):
+    """nbgrader's step that puts deleted test cells back, giving each the id nbformat's notebooks
+    now have (without one, nbformat warns on the instructor's terminal at every step after it)."""
+
+    def missing_cell_transform(self, *args, **kwargs):
+        cell = super().missing_cell_transform(*args, **kwargs)
+        cell.id = random_cell_id()
+        return cell
 
 
 def configure(c: Config, root: Path) -> Config:
@@ -46,6 +58,8 @@ def configure(c: Config, root: Path) -> Config:
     # A test cell a student deleted is put back from the release and run, so deleting
     # a test never earns its points.
     c.OverwriteCells.add_missing_cells = True
+    c.Autograde.sanitize_preprocessors = [PutBackWithIds if step is OverwriteCells else step
+                                          for step in Autograde.sanitize_preprocessors.default()]
     c.ExportApp.plugin_class = "lab_utils.course.export.CanvasExport"
     c.GenerateFeedback.preprocessors = [GetGrades, HiddenTestsOut, CSSHTMLHeaderPreprocessor]
     # The sandboxed kernel first: integrity's steps wrap whichever Execute step is configured.

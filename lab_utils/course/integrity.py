@@ -477,6 +477,10 @@ class SurviveKernelDeath:
             return nb, resources
 
 
+def _errors(cell) -> list:
+    return [out for out in cell.get("outputs", []) if out["output_type"] == "error"]
+
+
 def _reports(cell) -> list[dict]:
     return [out["data"][MIME] for out in cell.get("outputs", []) if MIME in out.get("data", {})]
 
@@ -562,9 +566,14 @@ class Verify(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         state, submission = resources[KEY], nb.metadata.pop(KEY, {})
         died_at = state["died_at"]
-        first = (_reports(nb.cells.pop(0)) or [None])[0]
+        opening = nb.cells.pop(0)
+        first = (_reports(opening) or [None])[0]
         last = (_reports(nb.cells.pop()) or [None])[0]
-        notes = [f"before any test ran: {r}" for r in _loaded_elsewhere(first)] if first else []
+        if first:
+            notes = [f"before any test ran: {r}" for r in _loaded_elsewhere(first)]
+        else:  # the kernel could not load what grading checks (a broken environment), or died first
+            failed = "".join(f" ({error.ename}: {error.evalue})" for error in _errors(opening))
+            notes = [f"the grader's first cell did not report{failed}: no test can be trusted"]
         # Reasons that no proof can outweigh: nothing to compare with, or code that ran first.
         untrusted = ("the grader's first cell did not report" if first is None else
                      f"Python files handed in beside the notebook could run in place of the course's "
@@ -578,7 +587,7 @@ class Verify(NbGraderPreprocessor):
                 continue
             if died_at is not None and index >= died_at:
                 reasons = [f"the kernel {state['how']} before {grade_id} finished"]
-            elif any(o["output_type"] == "error" for o in cell.outputs):
+            elif _errors(cell):
                 reasons = []  # the test failed: no points in any case
             else:
                 reasons = [untrusted] if untrusted else _judge(cell, seal, first, seen)

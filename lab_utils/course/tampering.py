@@ -297,8 +297,8 @@ def findings(submitted: Path, released: Path) -> list[str]:
         named = [] if tree is None else reaches(tree, helpers, imported, shared, switched.get(grade_id, frozenset()))
         if named:
             where = f"answer {grade_id}" if grade_id in answers else f"cell {number}"
-            shown = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
-            found.append(f"{where} reaches into the kernel or the interpreter ({shown}): read it")
+            shown = "; ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
+            found.append(f"{where} can get around the grading: {shown}; read it")
     return found
 
 

@@ -1,8 +1,12 @@
 """The course commands on a fresh clone, and the configuration every one of them reads."""
 
+import re
 import shutil
 import sqlite3
 import subprocess
+import textwrap
+from contextlib import closing
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -10,8 +14,9 @@ from nbgrader.dbutil import write_alembic_ini
 
 from coursetools import NBGRADER, course_cli, new_course
 from lab_utils.course import sandbox
+from lab_utils.course.autograde import points
 from lab_utils.course.__main__ import main
-from lab_utils.course.config import gradebook, load, schema_revision
+from lab_utils.course.config import gradebook, late_penalty, load, schema_revision
 from lab_utils.course.export import canvas_table
 from lab_utils.paths import ROOT
 from nbtools import LESSONS
@@ -33,6 +38,19 @@ def test_autograde_before_release_says_what_to_do(tmp_path):
     assert run.stderr.strip() == f"the gradebook has no {LESSONS[0]}: run `make release` first"
 
 
+def test_autograde_in_a_copy_whose_kernels_import_another_library_refuses(tmp_path):
+    """A course folder copied with its environment (`cp -a`): the grader imports the copy's lab_utils,
+    a kernel the library the environment was installed from, so every test would fail for nothing."""
+    shutil.copytree(ROOT / "lab_utils", tmp_path / "lab_utils")
+    (tmp_path / "solutions").mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
+    run = course_cli(tmp_path, "autograde")
+    assert run.returncode == 2
+    assert run.stderr.startswith(f"a kernel started here imports lab_utils from {ROOT / 'lab_utils'}, not "
+                                 f"{tmp_path / 'lab_utils'}: every test would fail")
+    assert "`rm -rf .venv`" in run.stderr
+
+
 @pytest.mark.parametrize("cap", ["cgroup", ""])
 def test_autograde_warns_where_processes_cannot_be_capped(tmp_path, capsys, monkeypatch, cap):
     (tmp_path / "solutions").mkdir()
@@ -52,6 +70,37 @@ def test_settings_added_to_nbgrader_config_win(tmp_path):
     assert settings.Sandbox.memory_mb == 512
     assert settings.CourseDirectory.root == str(tmp_path)
     assert settings.CourseDirectory.source_directory == "solutions"
+
+
+def test_the_late_penalty_of_the_instructors_own_in_the_docs_is_applied(tmp_path):
+    plugin = re.search(r"^   ```python\n(.*?)^   ```", (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8"),
+                       re.M | re.S)[1]
+    config_text = (ROOT / "nbgrader_config.py").read_text(encoding="utf-8")
+    (tmp_path / "nbgrader_config.py").write_text(config_text + "\n" + textwrap.dedent(plugin), encoding="utf-8")
+    notebook = SimpleNamespace(score=8.0, grades=[])
+    submission = SimpleNamespace(notebooks=[notebook], student=SimpleNamespace(id="ada"), score=8.0, max_score=10.0,
+                                 code_score=8.0, max_code_score=10.0, total_seconds_late=1.5 * 86400)
+    late = points(submission, late_penalty(tmp_path))
+    assert (late.penalty, late.score) == pytest.approx((1.6, 6.4)), "two days begun: two tenths of 8 points"
+
+
+def test_backups_are_dated_copies_of_the_gradebook_as_committed(tmp_path, capsys):
+    (tmp_path / "solutions").mkdir()
+    assert main(["backup", "--root", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (f"{tmp_path / 'gradebook.db'} does not exist yet: `make release` "
+                                               "creates the gradebook")
+    with closing(sqlite3.connect(tmp_path / "gradebook.db")) as open_gradebook:  # as the Formgrader holds it
+        open_gradebook.execute("create table grade (student text, manual_score real)")
+        open_gradebook.execute("insert into grade values ('ada', 4.5)")
+        open_gradebook.commit()
+        open_gradebook.execute("insert into grade values ('bob', 1.0)")  # not committed yet
+        assert main(["backup", "--root", str(tmp_path)]) == main(["backup", "--root", str(tmp_path)]) == 0
+    said = re.findall(r"^copied gradebook.db to (backups/gradebook-\d{8}-\d{6}(?:-2)?\.db)$", capsys.readouterr().out,
+                      re.M)
+    assert len(set(said)) == 2, "a second backup within the same second does not overwrite the first"
+    for copy in said:
+        with closing(sqlite3.connect(tmp_path / copy)) as backed_up:
+            assert backed_up.execute("select * from grade").fetchall() == [("ada", 4.5)]
 
 
 def test_a_new_gradebook_carries_the_revision_alembic_heads_names(tmp_path, monkeypatch):

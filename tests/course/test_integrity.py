@@ -327,6 +327,17 @@ def test_a_kernel_that_stops_answering_ends_the_run_and_the_rest_earns_nothing(t
     assert found == ["test-double did not run as released: the kernel stopped answering before test-double finished"]
 
 
+def test_a_kernel_that_cannot_load_what_grading_checks_is_named(tmp_path, monkeypatch):
+    """A kernel whose lab_utils cannot be imported (a broken environment): every test fails, and the
+    instructor is told why rather than shown a zero."""
+    (tmp_path / "broken" / "lab_utils").mkdir(parents=True)
+    (tmp_path / "broken" / "lab_utils" / "__init__.py").write_text("raise ImportError('half installed')")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "broken"))
+    cell, found = run_sealed(exercise(RIGHT), tmp_path)
+    assert errors(cell) == ["NameError: name 'assert_own_implementation' is not defined"]
+    assert found == ["the grader's first cell did not report (ImportError: half installed): no test can be trusted"]
+
+
 def test_findings_without_a_record_say_it_was_not_checked(tmp_path):
     assert integrity.findings(tmp_path / "lesson.ipynb")[0].startswith("not checked for tampering")
 

@@ -189,7 +189,8 @@ def test_nothing_the_student_started_outlives_the_kernel(graded):
 def test_a_process_left_running_through_a_shell_costs_the_tests_beside_it(graded):
     daemon = graded.table.loc["daemon"]
     assert daemon.auto_score == 0 < daemon.auto_max, "the helper ran beside every test"
-    assert "the answer switched off the watch" in daemon.status and "(os.system)" in daemon.status, daemon.status
+    assert "the answer switched off the watch" in daemon.status, daemon.status
+    assert "can get around the grading: os.system;" in daemon.status, daemon.status
 
 
 def test_a_kernel_cgroup_is_swept_only_once_its_grader_is_gone():

@@ -139,13 +139,13 @@ CHEATS = {
 def test_a_cell_that_reaches_into_the_kernel_is_named(name, tmp_path):
     answer, named = CHEATS[name]
     found = scan(tmp_path, answer)
-    assert len(found) == 1 and found[0].startswith("answer answer reaches into the kernel or the interpreter ("), found
+    assert len(found) == 1 and found[0].startswith("answer answer can get around the grading: "), found
     assert named in found[0], found
 
 
 def test_a_cell_of_the_students_own_is_read_and_named_by_its_number(tmp_path):
     found = scan(tmp_path, "def answer():\n    return 2", added="import gc\ngc.callbacks.append(print)")
-    assert found == ["cell 4 reaches into the kernel or the interpreter (import gc): read it"]
+    assert found == ["cell 4 can get around the grading: import gc; read it"]
 
 
 def test_habits_settings_and_test_cells_are_not_read(tmp_path):
