@@ -65,14 +65,18 @@ def pids_in_subtree(group: Path) -> bool:
 def create(limit: int) -> Path:
     """A new cgroup capped at `limit` processes, under `parent()` (which must not be None)."""
     base = parent()
-    for stale in base.glob(f"{PREFIX}*"):
-        if not creator_alive(stale):  # a grader that was killed left it; another one's may be empty yet
-            with suppress(OSError):
-                stale.rmdir()
+    for stale in left_by_killed_graders(base):
+        with suppress(OSError):
+            stale.rmdir()
     group = base / f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
     group.mkdir()
     (group / "pids.max").write_text(str(limit))
     return group
+
+
+def left_by_killed_graders(base: Path) -> list[Path]:
+    """What graders that were killed left under `base` (a live grader's may be empty yet)."""
+    return [made for made in base.glob(f"{PREFIX}*") if not creator_alive(made)]
 
 
 def creator_alive(group: Path) -> bool:

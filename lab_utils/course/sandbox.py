@@ -192,7 +192,9 @@ class SandboxKernelManager(AsyncKernelManager):
                 raise RuntimeError("bubblewrap is not installed (apt-get install bubblewrap): student code "
                                    "would run with your rights; `--unsafe` grades without a sandbox")
             # A short path of its own: a unix socket's path is limited to about 100 bytes.
-            # Named as its cgroup is, after this grader, so that what a killed grader left can be told.
+            # Named as its cgroup is, after this grader, so that what a killed grader left is told and removed.
+            for stale in cgroup.left_by_killed_graders(Path(tempfile.gettempdir())):
+                shutil.rmtree(stale, ignore_errors=True)
             self._sockets = tempfile.mkdtemp(prefix=f"{cgroup.PREFIX}{os.getpid()}-")
             self.connection_file = os.path.join(self._sockets, "kernel.json")
             self.transport = "ipc"

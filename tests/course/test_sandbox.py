@@ -128,12 +128,16 @@ def graded():
         submit(root, "bomber", LESSON, with_cell(solution(root, LESSON), BOMB))
         submit(root, "quitter", LESSON, with_cell(solution(root, LESSON), "import os\nos._exit(0)"))
         submit(root, "daemon", LESSON, with_cell(solution(root, LESSON), DAEMON))
+        # The sockets folder of a grader killed earlier (by SIGTERM, so it never cleaned up).
+        killed = subprocess.Popen(["true"])
+        killed.wait()
+        stale = Path(tempfile.mkdtemp(prefix=f"{cgroup.PREFIX}{killed.pid}-"))
         with pytest.MonkeyPatch.context() as env:
             env.setenv("ANTHROPIC_API_KEY", KEY)  # the grader's own, which no kernel may see
             run = course_cli(root, "autograde", "--jobs", "2")
         course_cli(root, "grades")
         yield SimpleNamespace(root=root, run=run, cases=cases, reached=reached, neighbour_before=neighbour_before,
-                              table=pd.read_csv(root / "grades.csv").set_index("student"))
+                              stale=stale, table=pd.read_csv(root / "grades.csv").set_index("student"))
     finally:
         stop.set()
         listener.join()
@@ -184,6 +188,10 @@ def test_nothing_the_student_started_outlives_the_kernel(graded):
     # The kernels' socket folders too, the quitter's (whose kernel died) among them.
     left = [d.name for d in Path(tempfile.gettempdir()).glob(f"{cgroup.PREFIX}*") if not cgroup.creator_alive(d)]
     assert not left, f"kernel socket folders left behind: {left}"
+
+
+def test_what_a_killed_grader_left_is_removed(graded):
+    assert not graded.stale.exists()
 
 
 def test_a_process_left_running_through_a_shell_costs_the_tests_beside_it(graded):
