@@ -34,8 +34,10 @@ TEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
 test: $(READY)  ## run every test
 	$(BIN)/python -m pytest $(TEST_ARGS)
 
+# As `make test`, a file to one worker: a server a file's tests share never runs beside another file's
+# tests (test_hostile_input's forked children hung while test_live_http's server thread ran in their worker).
 test-quick: $(READY)  ## every test but the modules marked slow (notebooks, grading day, browser, docs), in parallel
-	$(BIN)/python -m pytest -n auto -m "not slow"
+	$(BIN)/python -m pytest $(TEST_ARGS) -m "not slow"
 
 test-timing: $(READY)  ## `make test` beside the suite in one process, as it is and as it was before it ran in parallel, timed
 	$(BIN)/python benchmarks/test_timing.py --parallel "$(TEST_ARGS)"
