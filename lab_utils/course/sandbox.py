@@ -127,7 +127,7 @@ def python_and_course() -> list[str]:
     """What the kernel runs on, outside the system folders: the environment, its base Python, the
     course package and its data; parents first, so that a bind inside another is not hidden by it."""
     needed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, PACKAGE_DIR, DATA_DIR)}
-    return sorted(p for p in needed if not _inside(p, SYSTEM))
+    return sorted(p for p in needed if not any(Path(p).is_relative_to(s) for s in SYSTEM))
 
 
 def font_list() -> list[str]:
@@ -141,13 +141,10 @@ def font_list() -> list[str]:
     listed = Path(matplotlib.get_cachedir(), f"fontlist-v{font_manager.FontManager.__version__}.json")
     fonts = font_manager.fontManager.ttflist + font_manager.fontManager.afmlist
     seen = (*SYSTEM, *python_and_course())
-    if not listed.exists() or not all(_inside(os.path.realpath(font.fname), seen) for font in fonts):
+    inside = [any(Path(os.path.realpath(font.fname)).is_relative_to(folder) for folder in seen) for font in fonts]
+    if not (listed.exists() and all(inside)):
         return []
     return ["--ro-bind", str(listed), f"{MPLCONFIGDIR}/{listed.name}"]
-
-
-def _inside(path: str, folders) -> bool:
-    return any(path == folder or path.startswith(folder + os.sep) for folder in folders)
 
 
 def kept_environment() -> dict[str, str]:
