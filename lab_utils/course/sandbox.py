@@ -3,7 +3,8 @@
 Only the kernel is sandboxed, not nbgrader: the kernel that runs a submission is started by
 Debian's bubblewrap (`bwrap`). It sees the system's folders (/usr, /etc, …) read-only, the Python it
 runs on and the course package with its data, the submission's working copy
-(autograded/<student>/<lesson>/) and the grader's list of fonts (font_list), read-only too; nothing
+(autograded/<student>/<lesson>/) but not its notebooks (the graded one holds the hidden tests by
+then: reading it is refused) and the grader's list of fonts (font_list), read-only too; nothing
 else of the machine: not the course folder (solutions, gradebook, git history), not the homes, not
 /etc/shadow. It writes only to a private /tmp, has no network, only a few of the grader's environment
 variables (no key or token), and its own process namespace (what the student's code starts ends with
@@ -87,8 +88,10 @@ class Sandbox(Configurable):
             *system_mounts(), "--dev", "/dev", "--proc", "/proc",
             "--size", str(self.tmp_mb * 2**20), "--tmpfs", "/tmp", *[arg for h in home for arg in ("--tmpfs", h)],
             *[arg for path in python_and_course() for arg in ("--ro-bind", path, path)], *font_list(),
-            # The submission is read, not written: what the student's code writes goes to /tmp.
+            # The submission is read, not written: what the student's code writes goes to /tmp. Its
+            # notebooks are not even read (a device on a nodev mount): the graded one holds the hidden tests.
             "--ro-bind", workdir, workdir, "--bind", sockets, sockets,
+            *[arg for notebook in notebooks(workdir) for arg in ("--ro-bind", "/dev/null", notebook)],
             *[arg for h in home for arg in ("--remount-ro", h)], "--remount-ro", "/",
             # A process of its own namespace: whatever the student's code starts dies with the kernel,
             # so nothing can rewrite the graded notebook after nbgrader has read it.
@@ -128,6 +131,12 @@ def python_and_course() -> list[str]:
     course package and its data; parents first, so that a bind inside another is not hidden by it."""
     needed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, PACKAGE_DIR, DATA_DIR)}
     return sorted(p for p in needed if not any(Path(p).is_relative_to(s) for s in SYSTEM))
+
+
+def notebooks(workdir: str) -> list[str]:
+    """The notebooks in the submission's working copy: nbgrader has written the graded one there with
+    the hidden tests put back, so student code that read it could answer from them."""
+    return sorted(str(path) for path in Path(workdir).glob("*.ipynb"))
 
 
 def font_list() -> list[str]:

@@ -52,14 +52,20 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
     neighbour = root / "submitted" / "honest" / LESSON / f"{LESSON}.ipynb"
     return {
         # First, before an attack writes anything: what a student would look for (the answers, the
-        # gradebook, git history, a key in the environment).
+        # gradebook, git history, a key in the environment, the hidden tests in the graded notebook).
         "look": ("import glob, os\n"
                  f"found = [p for base in ({str(root)!r}, {str(ROOT)!r}, os.path.expanduser('~'), '/work', '/home')\n"
                  "         for p in glob.glob(base + '/**', recursive=True)\n"
                  "         if 'solutions' in p or p.endswith('gradebook.db') or '/.git/' in p or 'fixtures' in p]\n"
                  "key = os.environ.get('ANTHROPIC_API_KEY')\n"
                  "shadow = os.path.getsize('/etc/shadow') if os.path.exists('/etc/shadow') else 0\n"
-                 "print(f'found {len(found)} {found[:3]}; key {key}; shadow {shadow}')",
+                 "notebooks, read = glob.glob('*.ipynb'), []\n"
+                 "for path in notebooks:\n"
+                 "    try:\n        read.append(open(path).read())\n"
+                 "    except PermissionError:\n        pass\n"
+                 "hidden = sum(text.count('BEGIN ' + 'HIDDEN TESTS') for text in read)\n"
+                 "print(f'found {len(found)} {found[:3]}; key {key}; shadow {shadow}; '\n"
+                 "      f'notebooks {len(notebooks)}, read {len(read)}, {hidden} hidden tests')",
                  ""),
         # A process left running, in a session of its own (out of the kernel's process group, which
         # is stopped with the kernel) and holding none of its pipes, to change the graded notebook
@@ -260,7 +266,7 @@ def test_the_process_cap_is_the_configured_one(graded):
 
 def test_the_answers_and_the_graders_secrets_are_out_of_sight(graded):
     printed = printed_by_the_attacker(graded)
-    assert "found 0 []; key None; shadow 0" in printed, printed[-500:]
+    assert "found 0 []; key None; shadow 0; notebooks 1, read 0, 0 hidden tests" in printed, printed[-500:]
     assert KEY not in printed
 
 
