@@ -2,16 +2,34 @@
 
 nbgrader's feedback shows the graded notebook whole, hidden tests included, and a failing test's
 traceback quotes the lines around the one that failed. Here each hidden test shows its header line
-(what it checks) and, when it failed, its error and message, which name the broken rule.
+(what it checks) and, when it failed, its error and message, which name the broken rule. Student
+code can print a hidden test's code too (from IPython's history, or its call stack): an output line
+that holds a line of a hidden test is replaced by HIDDEN.
 """
 
 from __future__ import annotations
 
+import html
+
 from nbgrader.preprocessors import ClearHiddenTests
+
+HIDDEN = "[a line of a hidden test]"
+SHORTEST = 8  # characters: a shorter line (`else:`, `pass`) is no test's own, and may well be printed
 
 
 class HiddenTestsOut(ClearHiddenTests):
-    """nbgrader's ClearHiddenTests for the feedback step, the tracebacks of hidden tests cut to their last line."""
+    """nbgrader's ClearHiddenTests for the feedback step, the tracebacks of hidden tests cut to their last
+    line, and no hidden test's line in any output."""
+
+    def preprocess(self, nb, resources):
+        hidden = {line.strip() for cell in nb.cells for line in self._hidden_lines(cell.source)}
+        # As the line is, and as HTML shows it (a result's text/html).
+        hidden = {shown for line in hidden if len(line) >= SHORTEST for shown in (line, html.escape(line))}
+        nb, resources = super().preprocess(nb, resources)
+        for cell in nb.cells:
+            for output in cell.get("outputs", []):
+                _scrub(output, hidden)
+        return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
         hidden = self.begin_test_delimeter in cell.source
@@ -21,3 +39,31 @@ class HiddenTestsOut(ClearHiddenTests):
                 if output.output_type == "error":
                     output.traceback = [f"{output.ename}: {output.evalue}"]
         return cell, resources
+
+    def _hidden_lines(self, source: str) -> list[str]:
+        inside, found = False, []
+        for line in source.splitlines():
+            if self.begin_test_delimeter in line or self.end_test_delimeter in line:
+                inside = self.begin_test_delimeter in line
+            elif inside:
+                found.append(line)
+        return found
+
+
+def _scrub(output, hidden: set[str]) -> None:
+    """Every text of an output (a stream's, a result's in each of its formats, an error's) without the
+    lines that hold a hidden test's."""
+    def clean(text):
+        if isinstance(text, list):  # a traceback, or a text kept as a list of lines
+            return [clean(part) for part in text]
+        if not isinstance(text, str):
+            return text
+        return "".join(HIDDEN + "\n" * line.endswith("\n") if any(h in line for h in hidden) else line
+                       for line in text.splitlines(keepends=True))
+
+    for key in ("text", "evalue", "traceback"):
+        if key in output:
+            output[key] = clean(output[key])
+    for kind, value in output.get("data", {}).items():
+        if kind.startswith("text/"):
+            output["data"][kind] = clean(value)

@@ -1,0 +1,45 @@
+"""Feedback keeps the hidden tests' code out, even where student code printed it."""
+
+import html
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+from lab_utils.course.hidden import HIDDEN, HiddenTestsOut
+
+HIDDEN_TEST = ("# Checked when your notebook is graded: ties.\n### BEGIN HIDDEN TESTS\n"
+               "assert top_k([('m-2', 0.5), ('m-1', 0.5)], 1, 0.0) == ['m-1'], \"ties go to the lower id\"\n"
+               "else:\n### END HIDDEN TESTS")
+QUOTED = "assert top_k([('m-2', 0.5), ('m-1', 0.5)], 1, 0.0) == ['m-1'], \"ties go to the lower id\""
+
+
+def graded_cell(source, outputs=()):
+    meta = {"nbgrader": {"grade": True, "grade_id": "test-ties", "locked": True, "points": 1, "solution": False,
+                         "schema_version": 3}}
+    return new_code_cell(source, metadata=meta, outputs=list(outputs))
+
+
+def feedback(nb):
+    return HiddenTestsOut().preprocess(nb, {})[0]
+
+
+def test_a_hidden_test_shows_its_header_and_its_error_alone():
+    error = new_output("error", ename="AssertionError", evalue="ties go to the lower id",
+                       traceback=["Traceback", f"----> 3 {QUOTED}", "AssertionError: ties go to the lower id"])
+    nb = feedback(new_notebook(cells=[graded_cell(HIDDEN_TEST, [error])]))
+    assert nb.cells[0].source == "# Checked when your notebook is graded: ties."
+    assert nb.cells[0].outputs[0].traceback == ["AssertionError: ties go to the lower id"]
+
+
+def test_no_line_of_a_hidden_test_reaches_feedback_through_what_student_code_printed():
+    printed = new_output("stream", name="stdout", text=f"history:\n{QUOTED}\nelse:\nmy own line\n")
+    result = new_output("execute_result", execution_count=1,
+                        data={"text/plain": f"'{QUOTED}'", "text/html": f"<pre>{html.escape(QUOTED)}</pre>"})
+    error = new_output("error", ename="ValueError", evalue=QUOTED, traceback=[f"ValueError: {QUOTED}"])
+    answer = new_code_cell("print(In[-2])", outputs=[printed, result, error])
+    nb = feedback(new_notebook(cells=[graded_cell(HIDDEN_TEST), answer]))
+    outputs = nb.cells[1].outputs
+    assert outputs[0].text == f"history:\n{HIDDEN}\nelse:\nmy own line\n", "a short line (else:) is anybody's"
+    assert outputs[1].data["text/plain"] == HIDDEN and outputs[1].data["text/html"] == HIDDEN
+    assert outputs[2].evalue == HIDDEN and outputs[2].traceback == [HIDDEN]
+    assert "lower id" not in nbformat.writes(nb)
