@@ -8,7 +8,8 @@ An answer is compared with the solution cell, with every other student's answer 
 exercise, and function by function with lab_utils (the references later lessons import): the
 functions that are near-copies of library functions count when together they are as long as a
 written answer, so pasting the library's helpers one by one, each short, is found too; a function that
-is a library function verbatim (its names and literals too) counts whatever its length.
+is a library function verbatim (its names and literals too) counts whatever its length, and so does
+a string that is the pattern of one of the library's regular expressions.
 Blank answers (the released stub, or a body that still raises NotImplementedError) are skipped, and
 so are short ones: honest short answers to one exercise converge, so their likeness proves nothing.
 Written answers are compared as their words (case, punctuation and layout set aside), with the
@@ -22,6 +23,7 @@ import bisect
 import copy
 import difflib
 import functools
+import importlib
 import itertools
 import re
 from pathlib import Path
@@ -48,6 +50,10 @@ MIN_FUNCTION_TOKENS = 20
 # reference pasted as it is (lesson 07's failed_for_real, 49 tokens) went unflagged before. A one-line
 # body can be the library's word for word when written honestly (lesson 03's forget_source, 30 tokens).
 MIN_VERBATIM_TOKENS = 40
+# A regular expression of lab_utils this long at least, pasted as a string, is a copy: its pattern is the
+# reference's work (lesson 02's _RAW, 70 characters, went unflagged before). Shorter ones, such as
+# lesson 07's words of correction (37), an honest student can write the same.
+MIN_PATTERN_CHARS = 40
 # A written answer shorter than this is not compared: a sentence or two can coincide.
 MIN_WRITTEN_WORDS = 30
 
@@ -196,12 +202,30 @@ def _library_functions() -> tuple[list[int], list[tuple[str, list[str]]], dict[s
     return [len(tokens) for _, tokens in found], found, verbatim
 
 
+@functools.cache
+def _library_patterns() -> dict[str, str]:
+    """pattern -> dotted name of each regular expression a lab_utils module (the course's wing excepted)
+    compiles, MIN_PATTERN_CHARS long at least; read from the modules, as many are built from pieces."""
+    found: dict[str, str] = {}
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        module = module_name(path)
+        if module.startswith("lab_utils.course") or module.endswith("__main__"):
+            continue
+        for name, value in vars(importlib.import_module(module)).items():
+            if isinstance(value, re.Pattern) and len(value.pattern) >= MIN_PATTERN_CHARS:
+                found.setdefault(value.pattern, f"{module}.{name}")
+    return found
+
+
 def _library_copies(source: str) -> list[tuple[str, float]]:
     """(dotted name, score) of each lab_utils function that a function of the answer nearly copies,
     if those functions together are as long as a written answer or one of them is a library function
-    verbatim; else []."""
+    verbatim; else []. A string that is a library pattern is a copy of it whatever the answer's length."""
     lengths, library, verbatim = _library_functions()
-    copies, copied_tokens, pasted = [], 0, False
+    patterns = _library_patterns()
+    copies = [(patterns[node.value], 1.0) for node in ast.walk(parsed_cell(source))
+              if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in patterns]
+    copied_tokens, pasted = 0, bool(copies)
     for function in _functions(source):
         as_written = _verbatim(function)  # before _normalized, which rewrites the tree
         mine = _normalized(function)

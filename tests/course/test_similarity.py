@@ -212,6 +212,23 @@ def test_a_one_line_answer_that_is_the_librarys_word_for_word_is_not_a_copy(tmp_
     hand_in(tmp_path, lesson, {"oli": with_answers(notebook_path("lessons", lesson), {"forget-source": one_line})})
     assert similarity.near_copies(tmp_path, lesson) == {}
 
+def test_a_library_pattern_pasted_as_a_string_is_a_copy(tmp_path):
+    """An outside cheater pasted lesson 02's trace pattern (rules._RAW, which the tests switch off) into a
+    one-line answer: unflagged before. A pattern of one's own for the same lines is not a copy."""
+    from lab_utils import rules
+
+    lesson, exercise = "02_three_poisonings", "is-raw-observation"
+    answer = ("import re\n\nTRACE = re.compile({!r})\n\n"
+              "def is_raw_observation(text):\n    return bool(TRACE.match(text))\n")
+    own = r"\s*(?:\w+\([^)]*\)\s*(?::|->)|(?i:guess|reply|note)\s*:)"
+    assert len(rules._RAW.pattern) >= similarity.MIN_PATTERN_CHARS <= len(own)
+    released = notebook_path("lessons", lesson)
+    hand_in(tmp_path, lesson, {"pat": with_answers(released, {exercise: answer.format(rules._RAW.pattern)}),
+                               "ora": with_answers(released, {exercise: answer.format(own)})})
+    assert similarity.near_copies(tmp_path, lesson) == {
+        "pat": f"near-copy of lab_utils.rules._RAW in {exercise} (up to 1.00)"}
+
+
 WRITTEN_LESSON, WRITTEN_ANSWER = "04_measuring_recall", "written-decision"
 KEEP = ("I would keep the disciplined memory. Its recall at three is the same as the naive store's within "
         "the interval, but it hands the model far fewer words per query, and the stale-fact rate falls, "
