@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 
+from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests
 
 HIDDEN = "[a line of a hidden test]"
@@ -22,7 +23,7 @@ class HiddenTestsOut(ClearHiddenTests):
     line, and no hidden test's line in any output."""
 
     def preprocess(self, nb, resources):
-        hidden = {line.strip() for cell in nb.cells for line in self._hidden_lines(cell.source)}
+        hidden = {line.strip() for cell in nb.cells if _is_test(cell) for line in self._hidden_lines(cell.source)}
         # As the line is, and as HTML shows it (a result's text/html).
         hidden = {shown for line in hidden if len(line) >= SHORTEST for shown in (line, html.escape(line))}
         nb, resources = super().preprocess(nb, resources)
@@ -32,6 +33,8 @@ class HiddenTestsOut(ClearHiddenTests):
         return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
+        if not _is_test(cell):  # a student's cell is the student's: its text is no hidden test, whatever it says
+            return cell, resources
         hidden = self.begin_test_delimeter in cell.source
         cell, resources = super().preprocess_cell(cell, resources, index)
         if hidden:
@@ -48,6 +51,11 @@ class HiddenTestsOut(ClearHiddenTests):
             elif inside:
                 found.append(line)
         return found
+
+
+def _is_test(cell) -> bool:
+    """A test cell, where the hidden tests are: graded, and no answer."""
+    return utils.is_grade(cell) and not utils.is_solution(cell)
 
 
 def _scrub(output, hidden: set[str]) -> None:

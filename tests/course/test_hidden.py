@@ -43,3 +43,13 @@ def test_no_line_of_a_hidden_test_reaches_feedback_through_what_student_code_pri
     assert outputs[1].data["text/plain"] == HIDDEN and outputs[1].data["text/html"] == HIDDEN
     assert outputs[2].evalue == HIDDEN and outputs[2].traceback == [HIDDEN]
     assert "lower id" not in nbformat.writes(nb)
+
+
+def test_an_answer_that_says_begin_hidden_tests_is_shown_as_written():
+    """An outside cheater's answer held the marker alone: nbgrader's step stopped that feedback
+    ("No end hidden tests statement found"). A student's cell is no test cell."""
+    said = "# ### BEGIN HIDDEN TESTS\nmarker = 'BEGIN HIDDEN TESTS'"
+    meta = {"nbgrader": {"grade": False, "grade_id": "ties", "locked": False, "solution": True, "schema_version": 3}}
+    nb = feedback(new_notebook(cells=[new_code_cell(said, metadata=meta), graded_cell(HIDDEN_TEST)]))
+    assert nb.cells[0].source == said
+    assert nb.cells[1].source == "# Checked when your notebook is graded: ties."
