@@ -168,8 +168,10 @@ def _functions(source: str) -> list[ast.FunctionDef]:
 
 
 def _verbatim(function: ast.FunctionDef) -> str:
-    """The function as written, its docstrings, comments, annotations and layout set aside."""
+    """The function as written, its docstrings, comments, annotations and layout set aside, and its own
+    name: a pasted helper is renamed first (an outside cheater's `_for_real`, lesson 07's failed_for_real)."""
     function = copy.deepcopy(function)
+    function.name = ""
     for node in ast.walk(function):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             first = node.body[0]

@@ -187,7 +187,8 @@ def test_library_helpers_pasted_one_by_one_are_a_copy_though_each_is_short(tmp_p
 
 def test_a_short_answer_that_pastes_a_library_function_as_it_is_is_a_copy(tmp_path):
     """An outside cheater pasted lesson 07's failed_for_real into a short answer, under MIN_WRITTEN_TOKENS:
-    unflagged before. Verbatim means its names and literals too: renamed, a short answer is not compared."""
+    unflagged before. Verbatim means its names and literals too, its own name aside (a second one renamed
+    it alone): with other names inside, a short answer is not compared."""
     lesson, exercise = "07_reflection_loop", "ineffective-rate"
     library = (ROOT / "lab_utils" / "reflection" / "records.py").read_text()
     node = next(n for n in ast.parse(library).body if isinstance(n, ast.FunctionDef) and n.name == "failed_for_real")
@@ -197,10 +198,13 @@ def test_a_short_answer_that_pastes_a_library_function_as_it_is_is_a_copy(tmp_pa
             "    return sum(map(failed_for_real, judged)) / len(judged) if judged else None\n")
     assert similarity.MIN_VERBATIM_TOKENS <= len(similarity.tokens(pasted)) < similarity.MIN_WRITTEN_TOKENS
     released = notebook_path("lessons", lesson)
+    renamed = pasted.replace("failed_for_real", "_for_real") + rate.replace("failed_for_real", "_for_real")
     hand_in(tmp_path, lesson, {"max": with_answers(released, {exercise: pasted + rate}),
+                               "ren": with_answers(released, {exercise: renamed}),  # the function's name alone
                                "ned": with_answers(released, {exercise: pasted.replace("errors", "mistakes") + rate})})
     found = similarity.near_copies(tmp_path, lesson)
-    assert found == {"max": f"near-copy of lab_utils.reflection.records.failed_for_real in {exercise} (up to 1.00)"}
+    copied = f"near-copy of lab_utils.reflection.records.failed_for_real in {exercise} (up to 1.00)"
+    assert found == {"max": copied, "ren": copied}
 
 
 def test_a_one_line_answer_that_is_the_librarys_word_for_word_is_not_a_copy(tmp_path):
@@ -271,5 +275,7 @@ def test_the_instructors_guide_states_the_bars_in_use():
     assert f"at least {similarity.THRESHOLD:g} alike" in guide
     assert f"under {similarity.MIN_WRITTEN_TOKENS} such tokens" in guide
     assert f"each under {similarity.MIN_FUNCTION_TOKENS} such tokens is left out" in guide
-    assert f"verbatim, names and literals too, at least {similarity.MIN_VERBATIM_TOKENS} such tokens" in guide
+    assert (f"verbatim, names and literals too (its own name aside), at least {similarity.MIN_VERBATIM_TOKENS} "
+            "such tokens") in guide
+    assert f"a library regular expression of {similarity.MIN_PATTERN_CHARS} characters or more" in guide
     assert f"(at least {similarity.MIN_WRITTEN_WORDS} words)" in guide
