@@ -9,11 +9,12 @@ lab_utils.grading or a patched judge of the tests (pandas.testing.assert_frame_e
 a fake module in sys.modules, a kernel that exits early or stops answering.
 `install` adds three steps to nbgrader's autograde:
 
-- `CompareWithRelease`, before nbgrader's own checks: notes test cells edited, deleted or renamed
-  and grading flags edited (a test's points, an answer made graded), and puts the release's flags
-  back (a renamed cell becomes a plain cell, so nbgrader restores the released one instead of
-  crashing); notes Python files handed in with the notebook, which a kernel started in that folder
-  could import in place of the course's own;
+- `CompareWithRelease`, before nbgrader's own checks: notes test cells edited (unlike the release,
+  and unlike every committed earlier one: releases.py), deleted or renamed and grading flags edited
+  (a test's points, an answer made graded), and puts the release's flags back (a renamed cell
+  becomes a plain cell, so nbgrader restores the released one instead of crashing); notes Python
+  files handed in with the notebook, which a kernel started in that folder could import in place of
+  the course's own;
 - `Seal`, before execution: a first cell adds an audit hook that refuses any other and holds the
   notebook's cells for lab_utils.grading (`_refuse_audit_hooks`), and reports the kernel's state
   (`_kernel_state`), each graded test cell
@@ -56,6 +57,7 @@ from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocess
 from traitlets.config import Config
 
 from lab_utils.course.cells import parsed_cell
+from lab_utils.course.releases import released_test_cells
 from lab_utils.grading import COPIED, DECIDES, PACKAGE_DIR, PEEKED, REACHED, SEALED_CELLS, SWITCHED, TAKEN
 
 MIME = "application/vnd.agent-memory-lab.integrity+json"
@@ -378,6 +380,8 @@ class CompareWithRelease(NbGraderPreprocessor):
                         for c in notebook.source_cells}
             graded = {c.name: c.max_score for c in notebook.grade_cells}
             answers = {c.name for c in notebook.solution_cells}
+        folder = Path(resources["metadata"]["path"])  # autograded/<student>/<lesson>/ in the course folder
+        earlier = released_test_cells(folder.parents[2], info["assignment"])  # handed in before a fix
         notes, renamed = [], set()
         present = {_meta(c).get("grade_id") for c in nb.cells}
         for cell in nb.cells:
@@ -400,14 +404,13 @@ class CompareWithRelease(NbGraderPreprocessor):
             if edited:
                 notes.append(f"grading flags of {grade_id} edited: {', '.join(edited)}; graded as released")
             cell.metadata.nbgrader.update(flags)
-            if locked and cell.source not in sources:
+            if locked and cell.source not in sources | earlier.get(grade_id, frozenset()):
                 notes.append(f"test cell {grade_id} edited (the released version was run)")
         for grade_id, (_, _, cell_type) in released.items():
             if grade_id in graded and grade_id not in answers | present | renamed and cell_type == "code":
                 notes.append(f"test cell {grade_id} deleted (the released version was put back and run)")
         # The kernel starts in the submission's folder: a module there runs in place of the course's
         # (an ipykernel_launcher.py replaces the kernel itself, before any check).
-        folder = Path(resources["metadata"]["path"])
         brought = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.suffix in IMPORTABLE)
         if brought:
             notes.append(f"Python files handed in with the notebook: {', '.join(brought)}")

@@ -4,6 +4,7 @@ Each in-kernel cheat runs in a small notebook of one exercise through the integr
 kernel; the grading-day cases go through nbgrader's autograde on a throwaway copy of lesson 01.
 """
 
+import copy
 import shutil
 import subprocess
 import sys
@@ -487,6 +488,30 @@ def test_edited_deleted_and_renamed_test_cells_are_named_and_the_released_ones_r
     ])
     with Gradebook(config.gradebook_url(course)) as gb:
         assert score == gb.find_assignment(LESSON).max_code_score, "the released tests ran against the solution"
+
+
+def test_a_test_cell_as_an_earlier_release_had_it_is_no_edit(tmp_path):
+    """A notebook handed in before a visible test was fixed holds the test as it was released then (a
+    commit of lessons/): the fixed test runs, and nothing is flagged. A test the student edited still is."""
+    root = tmp_path / "course"
+    shutil.copytree(ROOT / "solutions" / LESSON, root / "solutions" / LESSON)
+    shutil.copy(ROOT / "nbgrader_config.py", root)
+    teacher = ["-c", "user.name=Instructor", "-c", "user.email=instructor@example.org"]
+    git = lambda *args: subprocess.run(["git", "-C", str(root), *teacher, *args], check=True)  # noqa: E731
+    git("init", "-q")
+    for message in ("the term starts", "a visible test fixed"):
+        if message != "the term starts":
+            fixed = solution(root)
+            cell(fixed, "test-top-k").source += "\nassert top_k([], 3, 0.0) == [], 'nothing scored, nothing kept'"
+            nbformat.write(fixed, root / "solutions" / LESSON / f"{LESSON}.ipynb")
+        subprocess.run([sys.executable, "-m", "lab_utils.course", "release", "--root", str(root)], check=True)
+        git("add", "solutions", "lessons")
+        git("commit", "-qm", message)
+        before = before if message != "the term starts" else released(root)
+    edited = copy.deepcopy(before)
+    cell(edited, "test-top-k").source = "pass"
+    assert autograde(root, "early", before)[1] == []
+    assert autograde(root, "editor", edited)[1] == ["test cell test-top-k edited (the released version was run)"]
 
 
 # The kernel starts in the submission's folder, so a launcher runs instead of ipykernel's: the student's
