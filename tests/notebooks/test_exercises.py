@@ -109,6 +109,19 @@ def test_fixture_students_rank_as_a_teacher_would(lesson, tried):
     assert lost["hardcoded"] > lost["one_rule_wrong"], f"{lesson}: hard-coding beats an honest answer"
 
 
+def test_answers_that_read_the_lessons_own_tables_fail_the_fortnight(tried):
+    """Lesson 07's hard-coder looks the fortnight's runs up in the lesson's `history` (an outside cheater's
+    way to two points): the hidden fortnight cells hand the same runs in under other ids."""
+    lesson = "07_reflection_loop"
+    solution = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    fortnight = {i for i, cell in enumerate(solution.cells)
+                 if nbgrader_meta(cell).get("grade_id", "").endswith("-hidden-fortnight")}
+    run = tried(lesson)
+    failed = {i for trial, cells in run.failed.items() if trial.label == "hardcoded" and not trial.released
+              for i in cells}
+    assert len(fortnight) == 2 and fortnight <= failed, sorted(fortnight - failed)
+
+
 @pytest.mark.parametrize("lesson", fixture_lessons("rule_breaks")[:1])
 def test_validate_names_a_broken_rule(lesson, offline):
     """The kernel shortcut (`tried`) agrees with nbgrader's Validator on one broken answer."""
