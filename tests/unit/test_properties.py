@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from lab_utils.memory import MemoryStore
-from pii_shapes import NOT_A_PHONE
+from pii_shapes import NOT_A_PHONE, is_isbn13
 from lab_utils.rules import remember
 
 # -- the PII strategies -------------------------------------------------------------------
@@ -76,7 +76,7 @@ def generated_phones(draw, separators=(" ", "-", ".", "")) -> str:
         number += draw(sep) + group
     if sum(c.isdigit() for c in number) < PHONE_DIGITS:
         number += draw(sep) + draw(_digits(4, 4))
-    assume(not NOT_A_PHONE.fullmatch(number))  # a decimal, a date, a timestamp: not a phone
+    assume(not NOT_A_PHONE.fullmatch(number) and not is_isbn13(number))  # a decimal, a date, a book: no phone
     return number
 
 
