@@ -8,9 +8,10 @@
     python -m lab_utils.course backup                  # a dated copy of gradebook.db in backups/
 
 Every command takes `--root PATH` (default: this repository) and reads PATH/nbgrader_config.py.
-autograde and feedback take `--lesson NAME` for one lesson, autograde `--student ID` for one student. autograde refuses to run student code
-without bubblewrap unless `--unsafe` is given. Exit status: 0 when everything was done, 1 when a
-submission could not be handled (listed at the end), 2 when the command could not start.
+autograde and feedback take `--lesson NAME` for one lesson, autograde `--student ID` for one student.
+autograde refuses to run student code without bubblewrap unless `--unsafe` is given. Exit status: 0
+when everything was done, 1 when a submission could not be handled (listed at the end), 2 when the
+command could not start.
 """
 
 from __future__ import annotations

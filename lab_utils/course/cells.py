@@ -1,4 +1,5 @@
-"""A notebook cell's code as IPython runs it, for the readers that judge a submission outside the kernel.
+"""A notebook cell's code as IPython runs it, for the readers that judge a submission outside the kernel;
+and which cells are tests.
 
 IPython turns magics into calls (`%matplotlib inline` becomes `get_ipython().run_line_magic(...)`).
 `%%time` and `%timeit` also run the code they are handed, in the notebook's namespace, though to a
@@ -10,9 +11,15 @@ from __future__ import annotations
 import ast
 
 from IPython.core.inputtransformer2 import TransformerManager
+from nbgrader import utils
 
 # Magics that run the Python code they are handed: a line magic's text, a cell magic's line and body.
 RUNS_CODE = {"time", "timeit"}
+
+
+def is_test(cell) -> bool:
+    """A graded cell that is no answer: a test cell."""
+    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
 def parsed_cell(source: str) -> ast.Module | None:

@@ -11,51 +11,40 @@ from __future__ import annotations
 
 import html
 
-from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests
+
+from lab_utils.course.cells import is_test
 
 HIDDEN = "[a line of a hidden test]"
 SHORTEST = 8  # characters: a shorter line (`else:`, `pass`) is no test's own, and may well be printed
 
 
 class HiddenTestsOut(ClearHiddenTests):
-    """nbgrader's ClearHiddenTests for the feedback step, the tracebacks of hidden tests cut to their last
-    line, and no hidden test's line in any output."""
+    """nbgrader's ClearHiddenTests for the feedback step, in test cells only, the tracebacks of hidden tests
+    cut to their last line, and no hidden test's line in any output."""
 
     def preprocess(self, nb, resources):
-        hidden = {line.strip() for cell in nb.cells if _is_test(cell) for line in self._hidden_lines(cell.source)}
-        # As the line is, and as HTML shows it (a result's text/html).
-        hidden = {shown for line in hidden if len(line) >= SHORTEST for shown in (line, html.escape(line))}
+        self._removed: set[str] = set()  # the lines nbgrader takes out of the test cells
         nb, resources = super().preprocess(nb, resources)
+        # As the line is, and as HTML shows it (a result's text/html).
+        hidden = {shown for line in self._removed if len(line) >= SHORTEST for shown in (line, html.escape(line))}
         for cell in nb.cells:
             for output in cell.get("outputs", []):
                 _scrub(output, hidden)
         return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
-        if not _is_test(cell):  # a student's cell is the student's: its text is no hidden test, whatever it says
+        if not is_test(cell):  # a student's cell is the student's: its text is no hidden test, whatever it says
             return cell, resources
-        hidden = self.begin_test_delimeter in cell.source
+        hidden, written = self.begin_test_delimeter in cell.source, cell.source.splitlines()
         cell, resources = super().preprocess_cell(cell, resources, index)
         if hidden:
+            kept = set(cell.source.splitlines())
+            self._removed |= {line.strip() for line in written if line not in kept}
             for output in cell.get("outputs", []):
                 if output.output_type == "error":
                     output.traceback = [f"{output.ename}: {output.evalue}"]
         return cell, resources
-
-    def _hidden_lines(self, source: str) -> list[str]:
-        inside, found = False, []
-        for line in source.splitlines():
-            if self.begin_test_delimeter in line or self.end_test_delimeter in line:
-                inside = self.begin_test_delimeter in line
-            elif inside:
-                found.append(line)
-        return found
-
-
-def _is_test(cell) -> bool:
-    """A test cell, where the hidden tests are: graded, and no answer."""
-    return utils.is_grade(cell) and not utils.is_solution(cell)
 
 
 def _scrub(output, hidden: set[str]) -> None:

@@ -56,7 +56,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets.config import Config
 
-from lab_utils.course.cells import parsed_cell
+from lab_utils.course.cells import is_test, parsed_cell
 from lab_utils.course.releases import released_test_cells
 from lab_utils.grading import COPIED, DECIDES, PACKAGE_DIR, PEEKED, REACHED, SEALED_CELLS, SWITCHED, TAKEN
 
@@ -360,11 +360,6 @@ def _names(source: str) -> set[str]:
 
 def _meta(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def is_test(cell) -> bool:
-    """A graded cell that is no answer: a test cell."""
-    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
 class CompareWithRelease(NbGraderPreprocessor):

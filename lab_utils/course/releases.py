@@ -8,9 +8,12 @@ cell as one of them has it is no edit. (The released version runs either way.)
 from __future__ import annotations
 
 import functools
-import json
 import subprocess
 from pathlib import Path
+
+import nbformat
+
+from lab_utils.course.cells import is_test
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -34,9 +37,7 @@ def _released(root: Path, lesson: str, head: str) -> dict[str, frozenset[str]]:
     path = f"lessons/{lesson}/{lesson}.ipynb"
     found: dict[str, set[str]] = {}
     for revision in (_git(root, "log", "--format=%H", head, "--", path) or "").split():
-        for cell in json.loads(_git(root, "show", f"{revision}:{path}") or '{"cells": []}')["cells"]:
-            grading = cell.get("metadata", {}).get("nbgrader", {})
-            if cell["cell_type"] == "code" and grading.get("grade") and not grading.get("solution"):
-                source = cell["source"]
-                found.setdefault(grading["grade_id"], set()).add(source if isinstance(source, str) else "".join(source))
+        for cell in nbformat.reads(_git(root, "show", f"{revision}:{path}"), as_version=4).cells:
+            if is_test(cell):
+                found.setdefault(cell.metadata.nbgrader.grade_id, set()).add(cell.source)
     return {grade_id: frozenset(sources) for grade_id, sources in found.items()}

@@ -23,8 +23,7 @@ from pathlib import Path
 import nbformat
 from nbgrader import utils
 
-from lab_utils.course.cells import parsed_cell
-from lab_utils.course.integrity import is_test
+from lab_utils.course.cells import is_test, parsed_cell
 
 # Names that reach the interpreter or the kernel, or run text as code.
 NAMES = {"exec", "eval", "compile", "__import__", "globals", "vars", "locals", "breakpoint", "get_ipython",
