@@ -184,6 +184,12 @@ def _verbatim(function: ast.FunctionDef) -> str:
     return ast.dump(function)
 
 
+def _library_modules() -> list[tuple[Path, str]]:
+    """(file, dotted name) of every lab_utils module, the course's wing excepted."""
+    return [(path, module) for path in sorted(PACKAGE_DIR.rglob("*.py"))
+            if not (module := module_name(path)).startswith("lab_utils.course")]
+
+
 @functools.cache  # read once per process: grades compares every lesson's answers with it
 def _library_functions() -> tuple[list[int], list[tuple[str, list[str]]], dict[str, str]]:
     """Every function in lab_utils (the course's wing excepted), shortest first, as (dotted name,
@@ -191,10 +197,7 @@ def _library_functions() -> tuple[list[int], list[tuple[str, list[str]]], dict[s
     of each as written (_verbatim)."""
     found: list[tuple[str, list[str]]] = []
     verbatim: dict[str, str] = {}
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        module = module_name(path)
-        if module.startswith("lab_utils.course"):
-            continue
+    for path, module in _library_modules():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef):
                 # The node itself, not its source text: ast.get_source_segment splits the whole file per call.
@@ -209,9 +212,8 @@ def _library_patterns() -> dict[str, str]:
     """pattern -> dotted name of each regular expression a lab_utils module (the course's wing excepted)
     compiles, MIN_PATTERN_CHARS long at least; read from the modules, as many are built from pieces."""
     found: dict[str, str] = {}
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        module = module_name(path)
-        if module.startswith("lab_utils.course") or module.endswith("__main__"):
+    for _, module in _library_modules():
+        if module.endswith("__main__"):  # a command, which runs when imported
             continue
         for name, value in vars(importlib.import_module(module)).items():
             if isinstance(value, re.Pattern) and len(value.pattern) >= MIN_PATTERN_CHARS:
