@@ -50,6 +50,8 @@ STOPPED = {
     "CellTimeoutError": "a cell ran past the per-cell timeout and was interrupted",
     "MemoryError": "the memory cap stopped an allocation",
     "Read-only file system": "a write outside /tmp was refused (the sandbox is read-only elsewhere)",
+    # The graded notebook (hidden tests put back) and the system's secrets are devices on a nodev mount.
+    "Permission denied": "a read was refused (the graded notebook, which holds the hidden tests, or a secret)",
     "Network is unreachable": "a network connection was refused (no network in the sandbox)",
     "Connection refused": "a network connection was refused (no network in the sandbox)",
     "No space left on device": "a write failed on a full disk (the private /tmp holds c.Sandbox.tmp_mb)",

@@ -80,6 +80,8 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
                   "        children.append(pid)\nfinally:\n    print(f'started {len(children)}')\n"
                   "    for pid in children:\n        os.kill(pid, signal.SIGKILL)\n        os.waitpid(pid, 0)",
                   "the process cap refused a new process"),
+        # The graded notebook, hidden tests put back, is in the folder the kernel runs in.
+        "notebook": ("import glob\nopen(glob.glob('*.ipynb')[0]).read()", "a read was refused (the graded notebook"),
         "loop": ("while True:\n    pass", "ran past the per-cell timeout"),
         "memory": ("hog = bytearray(4 * 2**30)", "memory cap stopped an allocation"),
         "network": (f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)",
@@ -161,7 +163,7 @@ def test_every_submission_is_still_graded_in_full(graded):
     assert not table.status.str.startswith("not graded").any()
 
 
-@pytest.mark.parametrize("attack", ["loop", "memory", "network", "neighbour", "home", "forks", "workdir"])
+@pytest.mark.parametrize("attack", ["notebook", "loop", "memory", "network", "neighbour", "home", "forks", "workdir"])
 def test_each_attack_is_stopped_and_reported(graded, attack):
     if attack == "forks" and not sandbox.process_cap():
         pytest.skip(UNCAPPED)
