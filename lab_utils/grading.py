@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import __future__
 import collections
+import dis
 import functools
 import importlib
 import inspect
 import _thread
 import linecache
 import os
+import re
 import sys
 import textwrap
 import threading
@@ -107,7 +109,9 @@ def assert_own_implementation(func) -> None:
     used = set(code.co_names)
     references = [r for r in map(func.__globals__.get, used) if r is not None and _from_lab_utils(r)]
     aliased = any(getattr(r, "__name__", None) == name for r in references)  # ref = lab_utils.x.name
-    dotted = name in used and bool(references)  # lab_utils.x.name(...)
+    # lab_utils.x.name(...): the name read as an attribute; read as a global it is the function itself (recursion).
+    attributes = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_ATTR", "LOAD_METHOD")}
+    dotted = name in attributes and bool(references)
     if aliased or dotted:
         raise AssertionError(f"{name} {REACHED} {_reference_named(name)} by calling it: implement it yourself.")
 
@@ -225,7 +229,9 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     functions = {dotted: reference for dotted in references if (reference := _resolve(dotted)) is not None}
     saved: list[tuple[FunctionType, CodeType, object]] = []
     switched: list[tuple[object, str, object]] = []
-    watch = _watch(list(functions.items()), copied, switched_off, peeked)
+    patterns = {(data.pattern, data.flags): dotted for dotted in set(references) - set(functions)
+                if type(data := inspect.getattr_static(*_owner(dotted))) is re.Pattern}
+    watch = _watch(list(functions.items()), patterns, tripped, copied, switched_off, peeked)
     if (beside := _running_beside()) is not None:
         switched_off.append((next(iter(functions), "lab_utils"), beside))
     restore_answer = _check_results(func, name, watch)
@@ -535,13 +541,17 @@ FRAME_READERS = {id(f.__code__): f"{f.__module__}.{f.__qualname__}" for f in (
     traceback.extract_stack, traceback.format_stack, traceback.print_stack, traceback.StackSummary.extract.__func__)}
 
 
-def _watch(references: list[tuple[str, FunctionType]], copied: list, switched_off: list, peeked: list):
-    """A profile function that notes (in `copied`) each run of a reference's code, or of a copy of its
+def _watch(references: list[tuple[str, FunctionType]], patterns: dict[tuple[str, int], str], tripped: list,
+           copied: list, switched_off: list, peeked: list):
+    """A profile function that notes (in `tripped`) a search with a reference's compiled pattern, which
+    is switched off where it is kept but may have been kept aside before, or compiled again from its
+    text; (in `copied`) each run of a reference's code, or of a copy of its
     source compiled again or of its code with other local names or constants, that is not in a cell of
     the notebook as the cell's text compiles: while the tripwires are set, that is a copy of it, never
     the reference itself; (in `switched_off`) a call that would replace the watch, start a thread
     without it or start another process, from code other than this module's and threading's; and (in
-    `peeked`) the code that called the answer read from code that is not installed."""
+    `peeked`) the code that called the answer read, or a trace function set (which is handed every
+    frame, the test's too), from code that is not installed."""
     shapes = {shape: dotted for dotted, reference in references for shape in _copy_shapes(reference)}
     # The same instructions and names with other variables or constants: locals renamed, a docstring reworded.
     alike = {shape[:2]: dotted for shape, dotted in shapes.items()}
@@ -551,7 +561,8 @@ def _watch(references: list[tuple[str, FunctionType]], copied: list, switched_of
     setting = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
                _thread.start_new_thread: "a thread started without it", **OUT_OF_SIGHT}
     # Built-in functions, which hash and compare by identity: a lookup runs no code of the notebook's.
-    noted = {*setting, sys._getframe, sys._current_frames}
+    frames = {sys._getframe: "sys._getframe", sys._current_frames: "sys._current_frames", sys.settrace: "sys.settrace"}
+    noted = {*setting, *frames}
 
     def watch(frame, event, arg):
         # Runs for every call and return while a test calls an answer, so the common case is quick:
@@ -563,11 +574,16 @@ def _watch(references: list[tuple[str, FunctionType]], copied: list, switched_of
             if code.co_code in first_ops and (dotted := _copy_of(code, shapes, alike)) is not None \
                     and not _written_in_a_cell(code, cells, sealed):
                 copied.append(dotted)
-        elif event == "c_call" and arg in noted and not _own(frame.f_code):
-            if (means := setting.get(arg)) is not None:
-                switched_off.append((label, means))
-            elif not _installed(frame.f_code.co_filename):
-                peeked.append(f"sys.{arg.__name__}")
+        elif event == "c_call":
+            if arg in noted and not _own(frame.f_code):
+                if (means := setting.get(arg)) is not None:
+                    switched_off.append((label, means))
+                elif not _installed(frame.f_code.co_filename):
+                    peeked.append(frames[arg])
+            # A str and an int as the key: no object of the notebook's is hashed.
+            elif patterns and type(kept := getattr(arg, "__self__", None)) is re.Pattern \
+                    and (dotted := patterns.get((kept.pattern, kept.flags))) is not None:
+                tripped.append(dotted)
 
     return watch
 

@@ -67,6 +67,16 @@ def test_own_code_passes_even_using_other_helpers():
     assert memory.NOTHING
 
 
+def test_an_answer_that_calls_itself_is_no_call_of_the_reference():
+    source = ("from lab_utils.memory import Memory\n"
+              "def format_recall(ms):\n    assert not ms or isinstance(ms[0], Memory)\n"
+              "    return (ms[0].text + '\\n' + format_recall(ms[1:])).strip() if ms else ''\n")
+    student = run(source)["format_recall"]
+    with own_implementation(student, "lab_utils.memory.format_recall"):
+        assert student([memory.Memory(id=f"m{i}", kind="fact", text=t, source="t-1", ts=1.0)
+                        for i, t in enumerate("ab")]) == "a\nb"
+
+
 # An answer in another form than a def: what a call of it runs is checked and watched like a function.
 OWN_FORMAT = "def _lines(ms, sep):\n    return sep.join(m.text for m in ms)\n"
 
@@ -292,6 +302,9 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
      f"find_pii {PEEKED} sys._getframe"),
     ("import inspect\ndef find_pii(text):\n    return inspect.stack()[1].frame.f_locals.get('expected', ['a@b.io'])\n",
      f"find_pii {PEEKED} inspect.stack"),
+    # A trace function is handed the frame of every call, and through it the test's (f_back).
+    ("import sys\ndef find_pii(text):\n    seen = []\n    sys.settrace(lambda frame, *_: seen.append(frame.f_back))\n"
+     "    len(text)\n    sys.settrace(None)\n    return ['a@b.io']\n", f"find_pii {PEEKED} sys.settrace"),
     ("import traceback\ndef find_pii(text):\n    for frame, _ in traceback.walk_stack(None):\n"
      "        if 'expected' in frame.f_locals:\n            return frame.f_locals['expected']\n"
      "    return ['a@b.io']\n", f"find_pii {PEEKED} traceback.walk_stack"),
@@ -443,7 +456,13 @@ PATTERN = "lab_utils.attacks.defenses._INSTRUCTION"  # data a reference works wi
     "from lab_utils.attacks import defenses\ndef is_order(text):\n    return bool(defenses._INSTRUCTION.search(text))\n",
     "import lab_utils.attacks.defenses as d\ndef is_order(text):\n"
     "    try:\n        return d._INSTRUCTION.match(text) is not None\n    except BaseException:\n        return False\n",
-])
+    # Kept aside before the test switched it off, or compiled again from its text: the same pattern.
+    "from lab_utils.attacks import defenses\nKEPT = defenses._INSTRUCTION\ndef is_order(text):\n"
+    "    return bool(KEPT.search(text))\n",
+    "import re\nfrom lab_utils.attacks import defenses\n"
+    "P, F = defenses._INSTRUCTION.pattern, defenses._INSTRUCTION.flags\n"
+    "def is_order(text):\n    return re.search(P, text, F) is not None\n",
+], ids=["its module's", "caught", "kept aside", "compiled again"])
 def test_data_of_a_reference_is_switched_off_while_tested(source):
     from lab_utils.attacks import defenses
     pattern = defenses._INSTRUCTION
