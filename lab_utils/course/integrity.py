@@ -296,8 +296,12 @@ def _shipped(func, *args) -> str:
 
 
 def _guard(nb) -> str:
-    """The grader's first line: its audit hook, holding the notebook's code cells as IPython will run them."""
-    cells = tuple(TransformerManager().transform_cell(c.source) for c in nb.cells if c.cell_type == "code")
+    """The grader's first line: its audit hook, holding the notebook's code cells as IPython will run them,
+    but the tests: this line is the kernel's first input, which any cell can read back (`In[1]`), and the
+    test cells hold the hidden tests. (lab_utils.grading asks whether code is a cell's own only of the
+    code of answers: of code shaped like a reference's.)"""
+    cells = tuple(TransformerManager().transform_cell(c.source) for c in nb.cells
+                  if c.cell_type == "code" and not is_test(c))
     return _shipped(_refuse_audit_hooks, SEALED_CELLS, cells)
 
 

@@ -561,6 +561,15 @@ def test_the_sealed_cells_reach_the_grader_alone(tmp_path):
     assert errors(cell) == [], "the answer found the sealed cells"
 
 
+def test_the_graders_first_input_holds_no_test(tmp_path):
+    """The grader's first line is the kernel's first input, which a cell can read back: an outside cheater
+    printed every hidden test from it (`In[1]`), before any test had run."""
+    seen = ("SEEN = any('double ' + 'doubles' in entry for entry in In)\n"  # not this cell's own text
+            "def double(x):\n    return x if SEEN else 2 * x\n")
+    cell, _ = run_sealed(exercise(seen), tmp_path)
+    assert errors(cell) == [], "the answer read the test before it ran"
+
+
 def test_a_cell_forged_into_ipythons_records_is_no_cell_of_the_notebook(tmp_path):
     """The reference compiled under a cell's name that IPython's records were made to show: autograde
     knows the notebook's cells from its own audit hook, where no cell can forge one."""
