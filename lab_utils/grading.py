@@ -18,8 +18,9 @@ equal to everything would pass every `==` of the tests, or one that says it is o
 nor raise an error whose message is such a string; nor run a copy of a reference's code built at
 run time (`exec(inspect.getsource(reference))`, its code given a cell's name, other local names or
 constants), which no cell of the notebook shows as it compiles, on any thread it starts; nor start
-another process, where the reference runs unwatched; nor read the frames of the test that called it
-(every call is watched).
+another process, where the reference runs unwatched; nor read the test that called it, through its frames
+or wherever the kernel keeps its text (every call is watched, and IPython's input history holds no text
+while a test runs).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import __future__
 import collections
 import dis
 import functools
+import gc
 import importlib
 import inspect
 import _thread
@@ -50,11 +52,11 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # What a test says when it caught an answer using the reference, each followed by the reference's
 # dotted name (make grades flags these): taken (imported, or built from its code), called, copied,
 # or the watch for copies switched off (sys.setprofile) while it was tested; and what an answer that
-# read the test's own frames (to return what the test expects) used.
+# read the test (its frames, its text: to return what the test expects) used.
 TAKEN, REACHED, COPIED, SWITCHED = ("is the lab_utils reference", "reached the lab_utils reference",
                                     "ran a copy of the lab_utils reference",
                                     "switched off the watch for copies of the lab_utils reference")
-PEEKED = "read the frames of the code that called it through"
+PEEKED = "read the test that called it through"
 # The audit event through which autograde's hook (lab_utils.course.integrity) hands over the notebook's
 # cells as it sealed them: code that the notebook's cells compile to is the student's to answer for.
 SEALED_CELLS = "lab_utils.grading.sealed_cells"
@@ -231,7 +233,8 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     switched: list[tuple[object, str, object]] = []
     patterns = {(data.pattern, data.flags): dotted for dotted in set(references) - set(functions)
                 if type(data := inspect.getattr_static(*_owner(dotted))) is re.Pattern}
-    watch = _watch(list(functions.items()), patterns, tripped, copied, switched_off, peeked)
+    cells = _notebook_cells()
+    watch = _watch(list(functions.items()), cells, patterns, tripped, copied, switched_off, peeked)
     if (beside := _running_beside()) is not None:
         switched_off.append((next(iter(functions), "lab_utils"), beside))
     restore_answer = _check_results(func, name, watch)
@@ -245,7 +248,8 @@ def own_implementation(func, *references: str) -> Iterator[None]:
             owner, name = _owner(dotted)
             switched.append((owner, name, getattr(owner, name)))
             setattr(owner, name, _SwitchedOff(dotted, tripped))
-        yield
+        with _inputs_out_of_reach(cells):
+            yield
     finally:
         for reference, code, marker in reversed(saved):
             reference.__code__ = code
@@ -398,34 +402,87 @@ def _parts(value, depth: int = 0) -> Iterator:
         yield from _parts(child, depth + 1)
 
 
-def _notebook_cells() -> set[str]:
-    """The file names IPython compiled this kernel's cells as (none outside IPython), as plain strings:
-    the watch compares them, and a string of the notebook's own class could run code there."""
-    shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
-    return {str.__str__(name) for name in getattr(getattr(shell, "compile", None), "_filename_map", ())
-            if issubclass(type(name), str)}
+def _notebook_cells() -> dict[str, str]:
+    """The file names IPython compiled this kernel's cells as (none outside IPython), as plain strings (the
+    watch compares them, and a string of the notebook's own class could run code there), each with the
+    cell's text as IPython keeps it."""
+    shell = _shell()
+    names = (str.__str__(name) for name in getattr(getattr(shell, "compile", None), "_filename_map", ())
+             if issubclass(type(name), str))
+    return {name: "".join(dict.get(linecache.cache, name, (0, None, []))[2]) for name in names}
 
 
-def _sealed_cells() -> tuple[str, ...] | None:
-    """The notebook's cells as autograde sealed them, from its audit hook; None elsewhere (Validate). The
-    hook hands them out once: to this module, imported before any cell of the notebook's runs."""
+def _sealed() -> tuple[tuple[str, ...] | None, object]:
+    """The notebook's cells as autograde sealed them, and the kernel's shell, from its audit hook; (None,
+    None) elsewhere (Validate). The hook hands them out once: to this module, imported before any cell of
+    the notebook's runs."""
     box: list = []
     sys.audit(SEALED_CELLS, box)
-    return box[0] if box and type(box[0]) is tuple else None
+    return (box[0], box[1]) if box and type(box[0]) is tuple else (None, None)
 
 
-_SEALED = _sealed_cells()
+_SEALED, _SEALED_SHELL = _sealed()
 
 
-def _written_in_a_cell(code: CodeType, cells: set[str], sealed: tuple[str, ...] | None) -> bool:
+def _shell():
+    """The kernel's IPython shell (None outside IPython): autograde's, which no cell can stand in for."""
+    return _SEALED_SHELL or (sys.modules.get("IPython") and sys.modules["IPython"].get_ipython())
+
+
+def _written_in_a_cell(code: CodeType, cells: dict[str, str], sealed: tuple[str, ...] | None) -> bool:
     """Whether `code` is what a cell of the notebook compiles to: one of the cells autograde sealed, or
-    (Validate) the cell whose name it has, as IPython keeps its text. Not code built at run time and
+    (Validate) the cell whose name it has, as IPython kept its text. Not code built at run time and
     given a cell's name (`code.replace(co_filename=...)`), nor a cell forged into IPython's records."""
     if sealed is None:
         if code.co_filename not in cells:
             return False
-        sealed = ("".join(dict.get(linecache.cache, code.co_filename, (0, None, []))[2]),)
+        sealed = (cells[code.co_filename],)
     return any(_signature(code) in _compiled_from("<cell>", source) for source in sealed)
+
+
+INPUT_NAMES = re.compile(r"_i(\d+|i{0,2})")  # IPython's names for the last inputs and the n-th: _i, _ii, _iii, _i7
+
+
+@contextmanager
+def _inputs_out_of_reach(cells: dict[str, str]) -> Iterator[None]:
+    """While a test runs, the text of the notebook's inputs, the running test cell's among them (its hidden
+    tests, what it expects), is nowhere an answer could read it: IPython's input history (`In`, `_ih`, `_i`,
+    `_i<n>`, and the lists and names behind them), the kernel's request being run and linecache (whence a
+    traceback quotes `cells`) hold none of it; all is put back after. (The history's database and Python's
+    gc, which could find it too, are watched: _watch.)"""
+    shell = _shell()
+    history = getattr(shell, "history_manager", None)
+    if history is None:
+        yield
+        return
+    lists = [history.input_hist_parsed, history.input_hist_raw, history.db_input_cache]
+    kept = [list(entries) for entries in lists]
+    names = {name: value for name, value in shell.user_ns.items() if type(name) is str and INPUT_NAMES.fullmatch(name)}
+    attributes = {name: getattr(history, name) for name in ("_i00", "_i", "_ii", "_iii")}
+    kernel = getattr(shell, "kernel", None)
+    request = kernel.get_parent().get("content", {}) if hasattr(kernel, "get_parent") else {}
+    code = request.get("code")
+    quoted = {name: linecache.cache.pop(name) for name in cells if name in linecache.cache}
+    try:
+        with history.db_input_cache_lock:  # its saving thread empties it
+            for entries in lists:
+                entries[:] = [] if entries is history.db_input_cache else [""] * len(entries)
+        shell.user_ns.update(dict.fromkeys(names, ""))
+        for name in attributes:
+            setattr(history, name, "")
+        if code is not None:
+            request["code"] = ""
+        yield
+    finally:
+        with history.db_input_cache_lock:
+            for entries, before in zip(lists, kept):
+                entries[:] = before
+        shell.user_ns.update(names)
+        for name, value in attributes.items():
+            setattr(history, name, value)
+        if code is not None:
+            request["code"] = code
+        linecache.cache.update(quoted)
 
 
 def _compiled_from_its_file(code: CodeType) -> bool:
@@ -541,8 +598,8 @@ FRAME_READERS = {id(f.__code__): f"{f.__module__}.{f.__qualname__}" for f in (
     traceback.extract_stack, traceback.format_stack, traceback.print_stack, traceback.StackSummary.extract.__func__)}
 
 
-def _watch(references: list[tuple[str, FunctionType]], patterns: dict[tuple[str, int], str], tripped: list,
-           copied: list, switched_off: list, peeked: list):
+def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], patterns: dict[tuple[str, int], str],
+           tripped: list, copied: list, switched_off: list, peeked: list):
     """A profile function that notes (in `tripped`) a search with a reference's compiled pattern, which
     is switched off where it is kept but may have been kept aside before, or compiled again from its
     text; (in `copied`) each run of a reference's code, or of a copy of its
@@ -550,19 +607,25 @@ def _watch(references: list[tuple[str, FunctionType]], patterns: dict[tuple[str,
     the notebook as the cell's text compiles: while the tripwires are set, that is a copy of it, never
     the reference itself; (in `switched_off`) a call that would replace the watch, start a thread
     without it or start another process, from code other than this module's and threading's; and (in
-    `peeked`) the code that called the answer read, or a trace function set (which is handed every
-    frame, the test's too), from code that is not installed."""
+    `peeked`) the code that called the answer read, a trace function set (which is handed every frame, the
+    test's too), IPython's input history or Python's gc (which find the test's text) read, from code that
+    is not installed."""
     shapes = {shape: dotted for dotted, reference in references for shape in _copy_shapes(reference)}
     # The same instructions and names with other variables or constants: locals renamed, a docstring reworded.
     alike = {shape[:2]: dotted for shape, dotted in shapes.items()}
     first_ops = {shape[0] for shape in shapes}  # a quick test before the whole shape
-    cells, sealed = _notebook_cells(), _SEALED
+    sealed = _SEALED
     label = references[0][0] if references else "lab_utils"
     setting = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
                _thread.start_new_thread: "a thread started without it", **OUT_OF_SIGHT}
     # Built-in functions, which hash and compare by identity: a lookup runs no code of the notebook's.
-    frames = {sys._getframe: "sys._getframe", sys._current_frames: "sys._current_frames", sys.settrace: "sys.settrace"}
-    noted = {*setting, *frames}
+    readers = {sys._getframe: "sys._getframe", sys._current_frames: "sys._current_frames", sys.settrace: "sys.settrace",
+               gc.get_objects: "gc.get_objects", gc.get_referrers: "gc.get_referrers",
+               gc.get_referents: "gc.get_referents"}
+    noted = {*setting, *readers}
+    history = getattr(_shell(), "history_manager", None)
+    inputs = {id(f.__code__): "IPython.core.history" for f in _methods(type(history))}
+    database = getattr(history, "db", None)
 
     def watch(frame, event, arg):
         # Runs for every call and return while a test calls an answer, so the common case is quick:
@@ -571,6 +634,8 @@ def _watch(references: list[tuple[str, FunctionType]], patterns: dict[tuple[str,
             code = frame.f_code
             if id(code) in FRAME_READERS and not _installed(frame.f_back.f_code.co_filename):
                 peeked.append(FRAME_READERS[id(code)])
+            elif id(code) in inputs and not _installed(frame.f_back.f_code.co_filename):
+                peeked.append(inputs[id(code)])
             if code.co_code in first_ops and (dotted := _copy_of(code, shapes, alike)) is not None \
                     and not _written_in_a_cell(code, cells, sealed):
                 copied.append(dotted)
@@ -579,13 +644,21 @@ def _watch(references: list[tuple[str, FunctionType]], patterns: dict[tuple[str,
                 if (means := setting.get(arg)) is not None:
                     switched_off.append((label, means))
                 elif not _installed(frame.f_code.co_filename):
-                    peeked.append(frames[arg])
+                    peeked.append(readers[arg])
+            elif (kept := getattr(arg, "__self__", None)) is database and database is not None \
+                    and not _installed(frame.f_code.co_filename):
+                peeked.append("IPython.core.history")
             # A str and an int as the key: no object of the notebook's is hashed.
-            elif patterns and type(kept := getattr(arg, "__self__", None)) is re.Pattern \
-                    and (dotted := patterns.get((kept.pattern, kept.flags))) is not None:
+            elif patterns and type(kept) is re.Pattern and (dotted := patterns.get((kept.pattern, kept.flags))):
                 tripped.append(dotted)
 
     return watch
+
+
+def _methods(cls: type) -> list[FunctionType]:
+    """The functions of a class and of its bases: methods, static and class methods, properties' getters."""
+    found = [getattr(f, "__func__", getattr(f, "fget", f)) for c in cls.__mro__ for f in vars(c).values()]
+    return [f for f in found if isinstance(f, FunctionType)]
 
 
 def _copy_of(code: CodeType, shapes: dict, alike: dict) -> str | None:

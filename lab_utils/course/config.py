@@ -62,6 +62,9 @@ def configure(c: Config, root: Path) -> Config:
                                           for step in Autograde.sanitize_preprocessors.default()]
     c.ExportApp.plugin_class = "lab_utils.course.export.CanvasExport"
     c.GenerateFeedback.preprocessors = [GetGrades, HiddenTestsOut, CSSHTMLHeaderPreprocessor]
+    # What a student's cell shows, as feedback and Formgrader show it: HTML without scripts, which would run
+    # in the browser of whoever opens it (the instructor's, signed in to Jupyter).
+    c.HTMLExporter.sanitize_html = True
     # The sandboxed kernel first: integrity's steps wrap whichever Execute step is configured.
     sandbox.install(c)
     integrity.install(c)

@@ -2,49 +2,67 @@
 
 nbgrader's feedback shows the graded notebook whole, hidden tests included, and a failing test's
 traceback quotes the lines around the one that failed. Here each hidden test shows its header line
-(what it checks) and, when it failed, its error and message, which name the broken rule. Student
-code can print a hidden test's code too (from IPython's history, or its call stack): an output line
-that holds a line of a hidden test is replaced by HIDDEN.
+(what it checks) and, when it failed, its error and message, which name the broken rule.
+
+Student code can carry a hidden test's text into what it prints, shows or raises, in any disguise
+(reversed, hex, compressed): once a hidden test has run, the kernel holds its text. So from the first
+cell with hidden tests on, feedback shows no cell's output but its error, as one line (`name: message`,
+WITHHELD_AFTER characters at most), and an output line that holds a line of a hidden test is replaced by
+HIDDEN wherever it is.
 """
 
 from __future__ import annotations
 
 import html
 
+from nbformat.v4 import new_output
 from nbgrader.preprocessors import ClearHiddenTests
 
 from lab_utils.course.cells import is_test
 
 HIDDEN = "[a line of a hidden test]"
 SHORTEST = 8  # characters: a shorter line (`else:`, `pass`) is no test's own, and may well be printed
+WITHHELD = "[not shown in feedback: this cell ran after a hidden test, whose text an output could carry]\n"
+# Characters of an error's message past the first hidden test: the tests' messages and the grader's are shorter.
+WITHHELD_AFTER = 500
 
 
 class HiddenTestsOut(ClearHiddenTests):
-    """nbgrader's ClearHiddenTests for the feedback step, in test cells only, the tracebacks of hidden tests
-    cut to their last line, and no hidden test's line in any output."""
+    """nbgrader's ClearHiddenTests for the feedback step, in test cells only; from the first cell with hidden
+    tests on, outputs withheld but errors, each cut to its name and message; no hidden test's line in any
+    output."""
 
     def preprocess(self, nb, resources):
         self._removed: set[str] = set()  # the lines nbgrader takes out of the test cells
+        self._hidden_at: list[int] = []  # the cells they were in
         nb, resources = super().preprocess(nb, resources)
         # As the line is, and as HTML shows it (a result's text/html).
         hidden = {shown for line in self._removed if len(line) >= SHORTEST for shown in (line, html.escape(line))}
-        for cell in nb.cells:
+        for index, cell in enumerate(nb.cells):
             for output in cell.get("outputs", []):
                 _scrub(output, hidden)
+            if self._hidden_at and index >= self._hidden_at[0] and cell.get("outputs"):
+                cell.outputs = _errors_alone(cell.outputs)
         return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
-        if not is_test(cell):  # a student's cell is the student's: its text is no hidden test, whatever it says
-            return cell, resources
-        hidden, written = self.begin_test_delimeter in cell.source, cell.source.splitlines()
-        cell, resources = super().preprocess_cell(cell, resources, index)
-        if hidden:
-            kept = set(cell.source.splitlines())
-            self._removed |= {line.strip() for line in written if line not in kept}
-            for output in cell.get("outputs", []):
-                if output.output_type == "error":
-                    output.traceback = [f"{output.ename}: {output.evalue}"]
+        if is_test(cell):  # a student's cell is the student's: its text is no hidden test, whatever it says
+            hidden, written = self.begin_test_delimeter in cell.source, cell.source.splitlines()
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            if hidden:
+                kept = set(cell.source.splitlines())
+                self._removed |= {line.strip() for line in written if line not in kept}
+                self._hidden_at.append(index)
         return cell, resources
+
+
+def _errors_alone(outputs: list) -> list:
+    """The errors among `outputs`, each as one line, and a note for what else there was."""
+    errors = [output for output in outputs if output.output_type == "error"]
+    for error in errors:
+        message = error.evalue if len(error.evalue) <= WITHHELD_AFTER else error.evalue[:WITHHELD_AFTER] + " [cut]"
+        error.evalue, error.traceback = message, [f"{error.ename}: {message}"]
+    return ([new_output("stream", name="stdout", text=WITHHELD)] if len(errors) < len(outputs) else []) + errors
 
 
 def _scrub(output, hidden: set[str]) -> None:

@@ -433,6 +433,22 @@ def test_the_solution_scores_full_marks_unflagged(course):
         assert score == gb.find_assignment(LESSON).max_code_score
 
 
+def test_a_script_a_cell_shows_does_not_run_in_its_feedback(course):
+    """An outside cheater's cell showed a <script> and an <img onerror=...>: feedback and Formgrader wrote them
+    as they were, to run in the browser of the student or the instructor who opened it."""
+    nb = solution(course)
+    nb.cells.insert(1, new_code_cell("from IPython.display import HTML, display\n"
+                                     "display(HTML('<b>bold</b><script>document.title = 1</script>'\n"
+                                     "             '<img src=x onerror=\"document.title = 2\">'))"))
+    autograde(course, "scripted", nb)
+    settings = config.load(course)
+    integrity.install(settings)
+    assert NbGraderAPI(config=settings).generate_feedback(LESSON, "scripted")["success"]
+    shown = (course / "feedback" / "scripted" / LESSON / f"{LESSON}.html").read_text()
+    # Shown as text (`&lt;script&gt;`), as the cell's code is.
+    assert "<b>bold</b>" in shown and "<script>document.title" not in shown and "<img src=" not in shown
+
+
 def test_a_blank_lesson_with_an_input_transformer_earns_nothing(course):
     nb = released(course)
     first = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
@@ -568,6 +584,17 @@ def test_the_graders_first_input_holds_no_test(tmp_path):
             "def double(x):\n    return x if SEEN else 2 * x\n")
     cell, _ = run_sealed(exercise(seen), tmp_path)
     assert errors(cell) == [], "the answer read the test before it ran"
+
+
+def test_the_running_tests_text_is_out_of_an_answers_reach(tmp_path):
+    """Outside cheaters' answers read the running test cell, from IPython's history or the kernel's request,
+    and returned what it expects: while a test runs, neither holds its text."""
+    nb = exercise("def double(x):\n    read = In[-1] + get_ipython().kernel.get_parent()['content']['code']\n"
+                  "    return 4 if 'double ' + 'doubles' in read else 0\n")
+    nb.cells[-1].source = ("from lab_utils.grading import own_implementation\n"
+                           "with own_implementation(double):\n    assert double(2) == 4, 'double doubles'")
+    cell, found = run_sealed(nb, tmp_path)
+    assert errors(cell) == ["AssertionError: double doubles"] and found == [], (errors(cell), found)
 
 
 def test_a_cell_forged_into_ipythons_records_is_no_cell_of_the_notebook(tmp_path):

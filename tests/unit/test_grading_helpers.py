@@ -477,3 +477,43 @@ def test_own_code_passes_beside_switched_off_data():
     student = run("import re\ndef is_order(text):\n    return re.search('always', text) is not None\n")["is_order"]
     with own_implementation(student, PATTERN):
         assert student("always reply in French")
+
+
+# Where an answer could read the text of the test running it (what it expects), in a kernel: none holds it
+# while the test runs. (The answer looks for `4, '<where>'` built at run time: not its own text, which IPython
+# keeps too, nor an earlier test's, which an earlier shell left in linecache.)
+TEST_TEXT = {
+    "In": "In[-1]", "_ih": "_ih[-1]", "_i<n>": "globals()[f'_i{len(In) - 1}']", "_i00": "_ip.history_manager._i00",
+    "the history's lists": "''.join(_ip.history_manager.input_hist_raw)",
+    "linecache": "str(list(__import__('linecache').cache.values()))",
+}
+# What finds it in the history's database, or wherever the kernel holds it.
+TEST_TEXT_FOUND = {
+    "the history's search": ("str(list(_ip.history_manager.search('*')))", "IPython.core.history"),
+    "the history's database": ("str(_ip.history_manager.db.execute('SELECT source FROM history').fetchall())",
+                               "IPython.core.history"),
+    "gc": ("str([o for o in __import__('gc').get_objects() if type(o) is list and o and type(o[0]) is str])",
+           "gc.get_objects"),
+}
+
+
+@pytest.mark.parametrize("where", [*TEST_TEXT, *TEST_TEXT_FOUND])
+def test_the_running_tests_text_is_out_of_an_answers_reach(where, monkeypatch):
+    """Outside cheaters' answers read the running test cell (`In[-1]`, the names built at run time) and
+    returned what its asserts expect."""
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(grading, "_KERNEL_THREADS", frozenset(sys._current_frames()))  # the history's saver
+    read, said = TEST_TEXT_FOUND.get(where, (TEST_TEXT.get(where), None))
+    try:
+        answer = f"4 if '4, ' + {repr(where)!r} in {read} else 0" if said is None else f"len({read}) and 4"
+        shell.run_cell(f"_ip = get_ipython()\ndef double(x):\n    return {answer}\n", store_history=True)
+        cells_before = len(shell.history_manager.input_hist_raw)
+        test = "from lab_utils.grading import own_implementation\nwith own_implementation(double):\n" \
+               f"    assert double(2) == 4, {where!r}\n"
+        error = shell.run_cell(test, store_history=True).error_in_exec
+        assert isinstance(error, AssertionError)
+        assert str(error) == where if said is None else said in str(error), str(error)
+        history = shell.history_manager.input_hist_raw
+        assert history[-1] == test.rstrip() and len(history) == cells_before + 1, "the history is put back"
+    finally:
+        InteractiveShell.clear_instance()
