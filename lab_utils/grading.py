@@ -157,11 +157,13 @@ def _owner(dotted: str) -> tuple[object, str]:
 
 
 def _resolve(dotted: str) -> FunctionType | None:
-    """`lab_utils.memory.top_k` or `lab_utils.memory.MemoryStore.search` -> the function object;
+    """`lab_utils.memory.top_k`, `lab_utils.memory.MemoryStore.search` or a property -> the function object;
     None for data a reference works with (a compiled pattern, a table), which is switched off whole."""
     obj = inspect.getattr_static(*_owner(dotted))
     if isinstance(obj, (staticmethod, classmethod)):
         obj = obj.__func__
+    if isinstance(obj, property):  # what reading it runs
+        obj = obj.fget
     if isinstance(obj, FunctionType):
         return obj
     if callable(obj):
