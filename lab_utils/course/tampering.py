@@ -50,10 +50,12 @@ ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subcl
               "settrace", "setprofile", "_getframe", "meta_path", "path_hooks", "addaudithook", "breakpointhook",
               "run_cell", "run_code", "ast_parse", "set_custom_exc", "InteractiveTB", "display_pub", "shell_handlers",
               "history_manager", "_GeneratorContextManager", "fork", "forkpty", "_exit", "execv", "execve",
-              "__setattr__", "__delattr__", "__file__", "In", "_ih"}
+              "__setattr__", "__delattr__", "__file__", "In", "_ih",
+              "__annotations__"}  # a class's annotations: what typing.get_type_hints evaluates as code
 # Functions of a library an answer never needs, whose names are common words elsewhere (`prompt.system`).
 CALLS = {"os.system", "os.popen", "os.spawnv", "os.spawnl", "os.posix_spawn", "os.posix_spawnp", "sys.audit",
-         "sys.path", "types.FunctionType", "types.CodeType", "types.LambdaType"}
+         "sys.path", "types.FunctionType", "types.CodeType", "types.LambdaType",
+         "typing.get_type_hints"}  # evaluates annotations given as text: eval by another name
 # A reference a test switches off, as own_implementation is given it: "lab_utils.temporal.writer.classify_update".
 REFERENCE = re.compile(r"[\"'](lab_utils(?:\.\w+)+)[\"']")
 # Functions that read an attribute by the name they are given, as getattr does.
@@ -125,7 +127,7 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
             found.append(f"{node.value.id}.{node.attr}")
         elif isinstance(node, ast.Call) and _getattr_inside(node, imported):
             found.append(f"{node.func.id}({ast.unparse(node.args[0])}, ...)")
-        elif isinstance(node, ast.Call) and (name := _got_inside(node)) is not None:
+        elif isinstance(node, ast.Call) and (name := _got_inside(node, imported)) is not None:
             found.append(f"{name}({ast.unparse(node.args[0])})")
         elif isinstance(node, ast.Global):
             found += [f"global {name} (a name of the lesson's cells)" for name in node.names if name in shared]
@@ -142,6 +144,8 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
         elif (spelled := _spelled(node)) is not None and (spelled in NAMES | ATTRIBUTES | MODULES
                                                           or spelled.startswith("__")):
             found.append(f"{spelled!r} spelled in pieces")
+        elif (coded := _codes_text(node)) is not None and (named := _flagged_words(coded)):
+            found.append(f"{named!r} spelled as character codes")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
                 named := _named_in_text(node.value)) is not None:
             found.append(named)  # getattr(f, "__code__"), Formatter().get_field("0.__globals__")
@@ -184,6 +188,22 @@ def _named_in_text(text: str) -> str | None:
         if named := min((word for word in words if "_" in word), default=None):
             return f"{named!r} {how}in a string"
     return None
+
+
+def _codes_text(node: ast.AST) -> str | None:
+    """The text that character codes spell: `f(101, 120, 101, 99)`, `[101, 120, 101, 99]` (for `bytes(...)` or
+    `map(chr, ...)`), two or more printable ones; None for anything else."""
+    items = node.args if isinstance(node, ast.Call) and not node.keywords else \
+        node.elts if isinstance(node, (ast.List, ast.Tuple)) else []
+    codes = [item.value for item in items if isinstance(item, ast.Constant) and type(item.value) is int]
+    if len(codes) < 2 or len(codes) < len(items) or not all(32 <= code < 127 for code in codes):
+        return None
+    return "".join(map(chr, codes))
+
+
+def _flagged_words(text: str) -> str | None:
+    """The first word of `text` that names what a cell should not reach (NAMES, ATTRIBUTES, MODULES), or None."""
+    return next((word for word in re.findall(r"\w+", text) if word in NAMES | ATTRIBUTES | MODULES), None)
 
 
 def _encoded(text: str) -> str | None:
@@ -254,10 +274,11 @@ def _getattr_inside(call: ast.Call, imported: dict[str, str]) -> bool:
     return not isinstance(name, ast.Constant) or _inside(library, str(name.value))
 
 
-def _got_inside(call: ast.Call) -> str | None:
-    """`operator.attrgetter("_pattern")`: the getter's name when it is given a name it computes, or a
-    constant that names an inside of whatever it is given (_inside); else None."""
+def _got_inside(call: ast.Call, imported: dict[str, str]) -> str | None:
+    """`operator.attrgetter("_pattern")`, also under another name: the getter's name when it is given a name
+    it computes, or a constant that names an inside of whatever it is given (_inside); else None."""
     name = getattr(call.func, "id", getattr(call.func, "attr", None))
+    name = imported.get(name, name).rpartition(".")[2] if isinstance(call.func, ast.Name) else name
     if name not in GETTERS or not call.args:
         return None
     given = call.args[:1] if name == "methodcaller" else call.args  # methodcaller's others are the call's

@@ -132,6 +132,18 @@ CHEATS = {
                                          "def answer():\n    return 2", "'*.py' in a string"),
     "an attribute of a library's function by a computed name": (
         "NAME = 'x'\ndef answer():\n    return getattr(rules.redact, NAME)", "getattr(rules.redact, ...)"),
+    # And the fifth: eval through typing's annotations, names as character codes, a getter renamed.
+    "eval through a class's annotations": ("import typing\nrun = typing.get_type_hints(type('R', (), "
+                                           "{'__annotations__': {'x': 'ev' 'al'}}))['x']", "typing.get_type_hints"),
+    "eval imported from typing": ("from typing import get_type_hints as hints\ndef answer():\n    return 2",
+                                  "from typing import get_type_hints"),
+    "a name as character codes": ("def spelled(*codes):\n    return bytes(codes).decode()\n"
+                                  "def answer():\n    return spelled(95, 95, 99, 111, 100, 101, 95, 95)",
+                                  "'__code__' spelled as character codes"),
+    "a name as a list of character codes": ("NAME = ''.join(map(chr, [101, 118, 97, 108]))\n"
+                                            "def answer():\n    return 2", "'eval' spelled as character codes"),
+    "a getter renamed": ("from operator import attrgetter as get\ndef answer(name='x'):\n    return get(name)(rules)",
+                         "attrgetter(name)"),
 }
 
 
