@@ -22,6 +22,7 @@ Limits, in nbgrader_config.py (defaults below):
 
     c.Sandbox.memory_mb = 2048     # address space of the kernel
     c.Sandbox.cpu_seconds = 300    # CPU time of the kernel, the whole notebook together
+    c.Sandbox.wall_seconds = 600   # time of the whole notebook, waits (sleep) included
     c.Sandbox.tmp_mb = 256         # size of its private /tmp
     c.Sandbox.max_processes = 512  # processes and threads of the kernel at once
     c.Sandbox.enabled = True       # False only where bubblewrap cannot run (`--unsafe`)
@@ -33,6 +34,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
@@ -45,9 +47,11 @@ from lab_utils.course import cgroup, processes
 from lab_utils.paths import DATA_DIR, PACKAGE_DIR
 
 INSTRUCTOR_FOLDERS = ("solutions", "submitted", "autograded", "feedback")
+AFTER_WALL = 1  # seconds a cell may run once the notebook is past c.Sandbox.wall_seconds
 # What each error means when the sandbox or the timeout stopped a cell.
 STOPPED = {
-    "CellTimeoutError": "a cell ran past the per-cell timeout and was interrupted",
+    "CellTimeoutError": "a cell ran past the per-cell timeout, or the notebook past c.Sandbox.wall_seconds, and was "
+                        "interrupted",
     "MemoryError": "the memory cap stopped an allocation",
     "Read-only file system": "a write outside /tmp was refused (the sandbox is read-only elsewhere)",
     # The graded notebook (hidden tests put back) and the system's secrets are devices on a nodev mount.
@@ -66,6 +70,8 @@ class Sandbox(Configurable):
     enabled = Bool(True, help="Run student code under bubblewrap; False only with --unsafe.").tag(config=True)
     memory_mb = Integer(2048, help="Address-space cap of the kernel, in MiB.").tag(config=True)
     cpu_seconds = Integer(300, help="CPU-time cap of the kernel over the whole notebook.").tag(config=True)
+    wall_seconds = Integer(600, help="Time of the whole notebook, waits included (CPU time does not count a "
+                                     "sleep); past it, each cell left may run AFTER_WALL seconds.").tag(config=True)
     tmp_mb = Integer(256, help="Size of the kernel's private /tmp, in MiB.").tag(config=True)
     max_processes = Integer(512, help="Processes and threads the kernel may run at once.").tag(config=True)
     kernel_log = Unicode("", help="File for the kernel's own messages (its stderr); empty: this "
@@ -249,11 +255,22 @@ class SandboxKernelManager(AsyncKernelManager):
 
 
 class SandboxedExecute(Execute):
-    """nbgrader's Execute step with the kernel in the sandbox."""
+    """nbgrader's Execute step with the kernel in the sandbox, and the whole notebook's time capped: a
+    notebook that waits in every cell (a sleep costs no CPU time) would hold a grading slot for the
+    per-cell timeout times its cells."""
 
     def __init__(self, **kw):
         kw.setdefault("kernel_manager_class", SandboxKernelManager)
         super().__init__(**kw)
+        self.timeout_func = self._time_left
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._deadline = time.monotonic() + Sandbox(parent=self).wall_seconds
+        return super().preprocess(nb, resources, km)
+
+    def _time_left(self, cell) -> float:
+        """The per-cell timeout, or what is left of the notebook's time; AFTER_WALL once that is spent."""
+        return max(min(self.timeout, self._deadline - time.monotonic()), AFTER_WALL)
 
     def preprocess_cell(self, cell, resources, index):
         cell, resources = super().preprocess_cell(cell, resources, index)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from contextlib import suppress
 from pathlib import Path
@@ -23,6 +24,7 @@ from types import SimpleNamespace
 import nbformat
 import pandas as pd
 import pytest
+from traitlets.config import Config
 
 from coursetools import course_cli, new_course, solution, with_cell
 from lab_utils.course import cgroup, sandbox
@@ -233,6 +235,21 @@ def test_a_fork_bomb_ends_in_its_cell_and_the_rest_is_graded(graded):
     assert notes and all("stopped: cell 2: " in note for note in notes), notes
     assert any(re.search("the process cap refused|per-cell timeout", note) for note in notes), notes
     assert graded.table.loc["bomber", "auto_score"] == graded.table.loc["bomber", "auto_max"]
+
+
+def test_a_notebook_that_waits_in_every_cell_ends_at_the_time_cap(tmp_path):
+    """Outside cheaters slept just under the per-cell timeout in cell after cell (a sleep costs no CPU time):
+    past c.Sandbox.wall_seconds, each cell left may run a second."""
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": kernel}, cells=[
+        nbformat.v4.new_code_cell(source) for source in ("import time\ntime.sleep(2)", "time.sleep(30)",
+                                                         "time.sleep(30)", "after = 1")])
+    settings = Config({"Execute": {"timeout": 60}, "Sandbox": {"wall_seconds": 8}})
+    started = time.monotonic()
+    nb, _ = sandbox.SandboxedExecute(config=settings).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    took = time.monotonic() - started
+    stopped = [any(o.get("ename") == "CellTimeoutError" for o in cell.outputs) for cell in nb.cells]
+    assert stopped == [False, True, True, False] and took < 30, (stopped, took)
 
 
 def test_a_kernel_that_cannot_start_says_why(tmp_path):
