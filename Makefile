@@ -47,11 +47,11 @@ release: $(READY)  ## regenerate lessons/ from solutions/
 
 # `make autograde LESSON=03_write_rules` (and feedback) handles one lesson only, `STUDENT=ada`
 # one student; `JOBS=2` grades in two processes; `UNSAFE=1` grades without the sandbox.
-ONLY := $(if $(LESSON),--lesson $(LESSON))
+ONLY := $(if $(LESSON),--lesson $(LESSON)) $(if $(STUDENT),--student $(STUDENT))
 JOBS ?= 1
 
 autograde: $(READY)  ## grade every submission in submitted/<student>/<lesson>/, sandboxed
-	$(BIN)/python -m lab_utils.course autograde $(COURSE) $(ONLY) $(if $(STUDENT),--student $(STUDENT)) --jobs $(JOBS) $(if $(UNSAFE),--unsafe)
+	$(BIN)/python -m lab_utils.course autograde $(COURSE) $(ONLY) --jobs $(JOBS) $(if $(UNSAFE),--unsafe)
 
 feedback: $(READY)  ## HTML feedback per student and lesson, in feedback/
 	$(BIN)/python -m lab_utils.course feedback $(COURSE) $(ONLY)

@@ -8,7 +8,7 @@
     python -m lab_utils.course backup                  # a dated copy of gradebook.db in backups/
 
 Every command takes `--root PATH` (default: this repository) and reads PATH/nbgrader_config.py.
-autograde and feedback take `--lesson NAME` for one lesson, autograde `--student ID` for one student.
+autograde and feedback take `--lesson NAME` for one lesson and `--student ID` for one student.
 autograde refuses to run student code without bubblewrap unless `--unsafe` is given. Exit status: 0
 when everything was done, 1 when a submission could not be handled (listed at the end), 2 when the
 command could not start.
@@ -44,6 +44,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                        help="grade without the sandbox, with your own rights (only where bubblewrap cannot run)")
     notes = commands.add_parser("feedback", parents=[common], help="HTML feedback per submission")
     notes.add_argument("--lesson", help="this lesson only (default: every lesson)")
+    notes.add_argument("--student", action="append", help="this student only (repeat for several)")
     commands.add_parser("grades", parents=[common], help="grades.csv and the LMS file")
     publish = commands.add_parser("publish", parents=[common], help="the students' repository, in DEST")
     publish.add_argument("dest", type=Path, help="a new or empty folder")
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                   "fill the machine until the per-cell timeout makes nbgrader end its kernel.", file=sys.stderr)
         steps = autograde.autograde_all(root, args.lesson, args.jobs, args.unsafe, args.student)
     else:
-        steps = feedback.feedback_all(root, args.lesson)
+        steps = feedback.feedback_all(root, args.lesson, args.student)
     outcomes = []
     for outcome in steps:
         print(outcome, flush=True)

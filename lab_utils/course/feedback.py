@@ -24,9 +24,11 @@ def stale(root: Path, student: str, lesson: str, last: dict) -> str | None:
     return None
 
 
-def feedback_all(root: Path = ROOT, only: str | None = None) -> Iterator[Outcome]:
-    """Feedback for every autograded submission; a stale grade gets none, and is reported, as is a
-    submission with no autograded copy (never graded, its autograde failed, or `make clean`)."""
+def feedback_all(root: Path = ROOT, only: str | None = None,
+                 students: list[str] | None = None) -> Iterator[Outcome]:
+    """Feedback for every autograded submission (of one lesson, of some students); a stale grade gets none,
+    and is reported, as is a submission with no autograded copy (never graded, its autograde failed, or
+    `make clean`)."""
     root = Path(root)
     last = statuses(root)
     grader = api(root)
@@ -34,6 +36,8 @@ def feedback_all(root: Path = ROOT, only: str | None = None) -> Iterator[Outcome
     failed = {key for key, outcome in last.items() if outcome.get("problem") and only in (None, key[1])
               and (root / "submitted" / key[0] / key[1]).is_dir()}
     for student, lesson in sorted({*submissions(root, "autograded", only), *submissions(root, only=only)} | failed):
+        if students and student not in students:
+            continue
         start = time.perf_counter()
         problem = stale(root, student, lesson, last.get((student, lesson), {}))
         if not problem:

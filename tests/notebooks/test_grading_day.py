@@ -289,7 +289,8 @@ def test_feedback_only_from_current_grades(day):
 
 def test_feedback_says_when_points_still_wait_for_hand_grading(day):
     waiting = row(day, "different", WRITTEN)
-    made = {o.student: o for o in feedback_all(day.root, WRITTEN) if o.student in ("complete", "different")}
+    made = {o.student: o for o in feedback_all(day.root, WRITTEN, ["complete", "different"])}
+    assert set(made) == {"complete", "different"}, "the students asked for, alone"
     assert made["different"].notes == [f"{waiting.max_score - waiting.auto_max:g} points still wait for hand "
                                        "grading: this feedback shows them as none"]
 
