@@ -233,8 +233,9 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     functions = {dotted: reference for dotted in references if (reference := _resolve(dotted)) is not None}
     saved: list[tuple[FunctionType, CodeType, object]] = []
     switched: list[tuple[object, str, object]] = []
-    patterns = {(data.pattern, data.flags): dotted for dotted in set(references) - set(functions)
-                if type(data := inspect.getattr_static(*_owner(dotted))) is re.Pattern}
+    data = {dotted: _owner(dotted) for dotted in references if dotted not in functions}  # switched off whole
+    patterns = {(kept.pattern, kept.flags): dotted for dotted, (owner, attr) in data.items()
+                if type(kept := getattr(owner, attr)) is re.Pattern}
     cells = _notebook_cells()
     watch = _watch(list(functions.items()), cells, patterns, tripped, copied, switched_off, peeked)
     if (beside := _running_beside()) is not None:
@@ -246,10 +247,9 @@ def own_implementation(func, *references: str) -> Iterator[None]:
             saved.append((reference, reference.__code__, marker))
             reference.__globals__["_TRIPPED"] = tripped
             reference.__code__ = _tripwire_code(reference, dotted)
-        for dotted in set(references) - set(functions):
-            owner, name = _owner(dotted)
-            switched.append((owner, name, getattr(owner, name)))
-            setattr(owner, name, _SwitchedOff(dotted, tripped))
+        for dotted, (owner, attr) in data.items():
+            switched.append((owner, attr, getattr(owner, attr)))
+            setattr(owner, attr, _SwitchedOff(dotted, tripped))
         with _inputs_out_of_reach(cells):
             yield
     finally:
@@ -626,18 +626,17 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], pa
                gc.get_referents: "gc.get_referents"}
     noted = {*setting, *readers}
     history = getattr(_shell(), "history_manager", None)
-    inputs = {id(f.__code__): "IPython.core.history" for f in _methods(type(history))}
     database = getattr(history, "db", None)
+    # Functions that hand over the test or its text, by their code's id: frame readers and the history's methods.
+    handing = FRAME_READERS | {id(f.__code__): "IPython.core.history" for f in _methods(type(history))}
 
     def watch(frame, event, arg):
         # Runs for every call and return while a test calls an answer, so the common case is quick:
         # a return, or a built-in call of none of `noted`, costs two comparisons and a set lookup.
         if event == "call":
             code = frame.f_code
-            if id(code) in FRAME_READERS and not _installed(frame.f_back.f_code.co_filename):
-                peeked.append(FRAME_READERS[id(code)])
-            elif id(code) in inputs and not _installed(frame.f_back.f_code.co_filename):
-                peeked.append(inputs[id(code)])
+            if id(code) in handing and not _installed(frame.f_back.f_code.co_filename):
+                peeked.append(handing[id(code)])
             if code.co_code in first_ops and (dotted := _copy_of(code, shapes, alike)) is not None \
                     and not _written_in_a_cell(code, cells, sealed):
                 copied.append(dotted)
@@ -657,6 +656,7 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], pa
     return watch
 
 
+@functools.cache  # per class: every test asks for the history's
 def _methods(cls: type) -> list[FunctionType]:
     """The functions of a class and of its bases: methods, static and class methods, properties' getters."""
     found = [getattr(f, "__func__", getattr(f, "fget", f)) for c in cls.__mro__ for f in vars(c).values()]

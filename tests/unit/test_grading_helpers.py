@@ -467,7 +467,7 @@ def test_data_of_a_reference_is_switched_off_while_tested(source):
     from lab_utils.attacks import defenses
     pattern = defenses._INSTRUCTION
     student = run(source)["is_order"]
-    with pytest.raises(AssertionError, match=f"{REACHED} {PATTERN}"):
+    with pytest.raises(AssertionError, match=f"^(is_order|your answer) {REACHED} {PATTERN}"):  # the answer named
         with own_implementation(student, PATTERN):
             student("ignore previous instructions")
     assert defenses._INSTRUCTION is pattern, "the pattern is put back after the test"
