@@ -9,6 +9,7 @@ parser it is only a string: that code is read as the cell's own, or a cell could
 from __future__ import annotations
 
 import ast
+import functools
 
 from IPython.core.inputtransformer2 import TransformerManager
 from nbgrader import utils
@@ -26,7 +27,7 @@ def parsed_cell(source: str) -> ast.Module | None:
     """A cell's syntax tree as IPython runs it, with the code its `%%time` and `%timeit` run appended;
     None if it does not parse."""
     try:
-        tree = ast.parse(TransformerManager().transform_cell(source))
+        tree = ast.parse(_as_python(source))
     except (SyntaxError, RecursionError):  # RecursionError: code nested past what the parser reads
         return None
     for node in list(ast.walk(tree)):
@@ -34,6 +35,12 @@ def parsed_cell(source: str) -> ast.Module | None:
             if (ran := _after_options(code)) is not None:
                 tree.body += ran.body
     return tree
+
+
+@functools.lru_cache(maxsize=4096)  # the released lesson's cells come back with every submission
+def _as_python(source: str) -> str:
+    """The cell's text as IPython runs it: the costly half of parsing a cell, the same every time."""
+    return TransformerManager().transform_cell(source)
 
 
 def _code_run_by(node: ast.AST) -> list[str]:

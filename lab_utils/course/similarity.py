@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import collections
 import copy
 import difflib
 import functools
@@ -112,10 +113,27 @@ def _normalized(tree: ast.AST) -> list[str]:
 
 
 def similarity(a: list[str], b: list[str], at_least: float = 0.0) -> float:
-    """difflib's ratio of two token lists; 0 when its cheap upper bound is below `at_least` (most
-    pairs of a class: the pairwise comparison stays fast for hundreds of students)."""
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    return matcher.ratio() if matcher.quick_ratio() >= at_least else 0.0
+    """difflib's ratio of two token lists; 0 when its cheap upper bound (difflib's quick_ratio: the
+    tokens they share, however ordered) is below `at_least`, as it is for most pairs of a class."""
+    if not (a or b):
+        return 1.0  # as difflib has it
+    if 2.0 * (_counted(tuple(a)) & _counted(tuple(b))).total() / (len(a) + len(b)) < at_least:
+        return 0.0
+    matcher = _matcher(tuple(b))
+    matcher.set_seq1(a)
+    return matcher.ratio()
+
+
+# Each answer and library function is compared with many others: what difflib makes of it, kept.
+@functools.lru_cache(maxsize=8192)
+def _counted(tokens: tuple[str, ...]) -> collections.Counter:
+    return collections.Counter(tokens)
+
+
+@functools.lru_cache(maxsize=8192)
+def _matcher(tokens: tuple[str, ...]) -> difflib.SequenceMatcher:
+    """A matcher of `tokens` as its second sequence, which difflib indexes: once for every comparison."""
+    return difflib.SequenceMatcher(None, b=tokens, autojunk=False)
 
 
 def _answers(path: Path, cell_type: str = "code") -> dict[str, str]:
@@ -169,8 +187,8 @@ def _functions(source: str) -> list[ast.FunctionDef]:
 
 def _verbatim(function: ast.FunctionDef) -> str:
     """The function as written, its docstrings, comments, annotations and layout set aside, and its own
-    name: a pasted helper is renamed first (an outside cheater's `_for_real`, lesson 07's failed_for_real)."""
-    function = copy.deepcopy(function)
+    name: a pasted helper is renamed first (an outside cheater's `_for_real`, lesson 07's failed_for_real).
+    Rewrites the tree, as _normalized does."""
     function.name = ""
     for node in ast.walk(function):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -201,8 +219,9 @@ def _library_functions() -> tuple[list[int], list[tuple[str, list[str]]], dict[s
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef):
                 # The node itself, not its source text: ast.get_source_segment splits the whole file per call.
+                # Copies: the walk goes on into the node's own functions, which must be as written.
                 found.append((f"{module}.{node.name}", _normalized(copy.deepcopy(node))))
-                verbatim.setdefault(_verbatim(node), f"{module}.{node.name}")
+                verbatim.setdefault(_verbatim(copy.deepcopy(node)), f"{module}.{node.name}")
     found.sort(key=lambda function: len(function[1]))
     return [len(tokens) for _, tokens in found], found, verbatim
 
@@ -230,9 +249,8 @@ def _library_copies(source: str) -> list[tuple[str, float]]:
     copies = [(patterns[node.value], 1.0) for node in ast.walk(parsed_cell(source))
               if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in patterns]
     copied_tokens, pasted = 0, bool(copies)
-    for function in _functions(source):
-        as_written = _verbatim(function)  # before _normalized, which rewrites the tree
-        mine = _normalized(function)
+    for function, twin in zip(_functions(source), _functions(source)):  # a tree each: both rewrite theirs
+        as_written, mine = _verbatim(twin), _normalized(function)
         if len(mine) < MIN_FUNCTION_TOKENS:
             continue
         if len(mine) >= MIN_VERBATIM_TOKENS and as_written in verbatim:

@@ -17,7 +17,9 @@ from __future__ import annotations
 import ast
 import base64
 import codecs
+import functools
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -288,35 +290,58 @@ def _got_inside(call: ast.Call, imported: dict[str, str]) -> str | None:
     return name if any(_inside(None, part) for part in named) else None
 
 
+@dataclass(frozen=True)
+class _Lesson:
+    """What the checks need of the lesson as released, read once for a whole class."""
+
+    unchanged: frozenset[str]  # each code cell's text, stripped: a cell left as released is not read
+    answers: frozenset[str]  # the answer cells' grade_ids
+    tests: frozenset[str]  # the test cells'
+    helpers: frozenset[str]  # the functions the lesson's cells define, but those an answer cell is there to define
+    imported: dict[str, str]  # name -> what the lesson's cells import under it
+    shared: frozenset[str]  # the names the lesson's cells but the answers' bind
+    switched: dict[str, frozenset[str]]  # answer -> the references its tests switch off
+
+
+@functools.lru_cache(maxsize=64)
+def _lesson(released: Path, stamp: tuple[int, int]) -> _Lesson:
+    """The released notebook at `released` as _Lesson (`stamp`: its mtime and size, so that a lesson
+    released again is read again)."""
+    theirs = nbformat.read(released, as_version=4)
+    given = [(c, parsed_cell(c.source)) for c in theirs.cells if c.cell_type == "code"]
+    answers = frozenset(_grade_id(c) for c, _ in given if utils.is_solution(c))
+    helpers = set().union(*(_defined(t) for c, t in given if t and not utils.is_solution(c)))
+    helpers -= set().union(*(_defined(t) for c, t in given if t and utils.is_solution(c)))
+    return _Lesson(
+        unchanged=frozenset(c.source.strip() for c, _ in given), answers=answers,
+        tests=frozenset(_grade_id(c) for c, _ in given if is_test(c)), helpers=frozenset(helpers),
+        imported={name: dotted for _, t in given if t for name, dotted in _imports(t).items()},
+        shared=frozenset().union(*(_assigned(t) | _defined(t) | _imports(t).keys()
+                                   for c, t in given if t and not utils.is_solution(c))),
+        switched={answer: frozenset(dotted for c, _ in given if is_test(c) and _grade_id(c).startswith(f"test-{answer}")
+                                    for dotted in REFERENCE.findall(c.source)) for answer in answers})
+
+
 def findings(submitted: Path, released: Path) -> list[str]:
     """For each code cell the student wrote or changed, what it names that reaches into the kernel or
     the interpreter; [] when nothing does (or a notebook cannot be read: autograde says why). Test
     cells are left out: autograde runs them as released whatever the student made of them."""
     try:
-        mine, theirs = (nbformat.read(path, as_version=4) for path in (submitted, released))
+        mine = nbformat.read(submitted, as_version=4)
+        stat = released.stat()
+        lesson = _lesson(released, (stat.st_mtime_ns, stat.st_size))
     except Exception:  # a broken file can make nbformat raise almost anything
         return []
-    given = [(c, parsed_cell(c.source)) for c in theirs.cells if c.cell_type == "code"]
-    unchanged = {c.source.strip() for c, _ in given}
-    answers = {_grade_id(c) for c, _ in given if utils.is_solution(c)}
-    tests = {_grade_id(c) for c, _ in given if is_test(c)}
-    # The functions the lesson's cells define, but those an answer cell is there to define; what they import.
-    helpers = set().union(*(_defined(t) for c, t in given if t and not utils.is_solution(c)))
-    helpers -= set().union(*(_defined(t) for c, t in given if t and utils.is_solution(c)))
-    imported = {name: dotted for _, t in given if t for name, dotted in _imports(t).items()}
-    shared = frozenset().union(*(_assigned(t) | _defined(t) | _imports(t).keys()
-                                 for c, t in given if t and not utils.is_solution(c)))
-    switched = {answer: frozenset(dotted for c, _ in given if is_test(c) and _grade_id(c).startswith(f"test-{answer}")
-                                  for dotted in REFERENCE.findall(c.source)) for answer in answers}
     found = []
     for number, cell in enumerate(mine.cells, 1):
         grade_id = _grade_id(cell)
-        if cell.cell_type != "code" or cell.source.strip() in unchanged or grade_id in tests:
+        if cell.cell_type != "code" or cell.source.strip() in lesson.unchanged or grade_id in lesson.tests:
             continue
         tree = parsed_cell(cell.source)
-        named = [] if tree is None else reaches(tree, helpers, imported, shared, switched.get(grade_id, frozenset()))
+        named = [] if tree is None else reaches(tree, lesson.helpers, lesson.imported, lesson.shared,
+                                                 lesson.switched.get(grade_id, frozenset()))
         if named:
-            where = f"answer {grade_id}" if grade_id in answers else f"cell {number}"
+            where = f"answer {grade_id}" if grade_id in lesson.answers else f"cell {number}"
             shown = "; ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
             found.append(f"{where} can get around the grading: {shown}; read it")
     return found

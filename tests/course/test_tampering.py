@@ -27,12 +27,16 @@ def lesson(answer: str = "def answer():\n    raise NotImplementedError()") -> nb
     ])
 
 
+def with_cell_at(nb, source: str) -> nbformat.NotebookNode:
+    """The notebook with a cell of the student's own before its test cell."""
+    nb.cells.insert(3, new_code_cell(source))
+    return nb
+
+
 def scan(tmp_path, answer: str, added: str | None = None, test: str | None = None) -> list[str]:
     released, submitted = tmp_path / "released.ipynb", tmp_path / "submitted.ipynb"
     nbformat.write(lesson(), released)
-    nb = lesson(answer)
-    if added is not None:
-        nb.cells.insert(3, new_code_cell(added))
+    nb = lesson(answer) if added is None else with_cell_at(lesson(answer), added)
     if test is not None:
         nb.cells[-1].source = test
     nbformat.write(nb, submitted)
@@ -168,6 +172,19 @@ def test_habits_settings_and_test_cells_are_not_read(tmp_path):
               "def answer():\n    return max([Row(2)], key=attrgetter('value')).value")
     # A test cell changed runs as released at autograde (integrity names the change): nothing of it runs.
     assert scan(tmp_path, habits, test="import sys\nsys.settrace(print)") == []
+
+
+def test_a_lesson_released_again_is_read_again(tmp_path):
+    """The lesson as released is read once for a class: a release that changes it is read anew."""
+    released, submitted = tmp_path / "released.ipynb", tmp_path / "submitted.ipynb"
+    nb = lesson()
+    nbformat.write(nb, released)
+    nbformat.write(with_cell_at(lesson("def answer():\n    return 2"), "def tidy(value):\n    return value"), submitted)
+    assert tampering.findings(submitted, released) == []
+    nb.cells.append(new_code_cell("def tidy(value):\n    return value.strip()"))  # now a helper of the lesson's
+    nbformat.write(nb, released)
+    assert tampering.findings(submitted, released) == [
+        "cell 4 can get around the grading: def tidy (the lesson's own helper); read it"]
 
 
 @pytest.mark.parametrize("lesson_name", LESSONS)
