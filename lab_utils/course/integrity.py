@@ -151,24 +151,25 @@ def _kernel_state(mime: str, asked: str, nonce: str, preload: list[str], machine
     cells = set(shell.compile._filename_map)  # the files IPython compiled the notebook's cells as
 
     def digest(func):
-        # A decorator's wrapper and what it wraps (which may be a builtin, without code).
-        codes = [func.__code__, getattr(inspect.unwrap(func), "__code__", func.__code__)]
-        if any(code.co_filename in cells for code in codes):
+        # A decorator's wrapper and what it wraps (which may be a builtin, without code), each once: most
+        # functions wrap nothing, and a report digests every function of lab_utils and of the machinery.
+        codes = {id(code): code for code in (func.__code__, getattr(inspect.unwrap(func), "__code__", func.__code__))}
+        if any(code.co_filename in cells for code in codes.values()):
             return "defined in the notebook"
         summary = hashlib.sha256()
-        for code in codes:
+        for code in codes.values():
             add(summary, code)
         return summary.hexdigest()[:16]
 
     def add(summary, code):  # not marshal: its bytes depend on reference counts
         summary.update(code.co_code)  # the bytecode as bytes: its repr would cost most of a report
+        # The constants in one repr, a nested function's code by its place: it is digested after.
+        consts = ["<code>" if isinstance(const, types.CodeType) else const for const in code.co_consts]
         summary.update(repr((len(code.co_code), code.co_names, code.co_varnames, code.co_filename,
-                             code.co_firstlineno, len(code.co_consts))).encode())
+                             code.co_firstlineno, consts)).encode())
         for const in code.co_consts:
             if isinstance(const, types.CodeType):
                 add(summary, const)
-            else:
-                summary.update(repr(const).encode() + b"\0")
 
     modules, objects = {}, {}
     watched = [n for n in sys.modules if n.split(".")[0] == "lab_utils" and not n.startswith("lab_utils.course")]

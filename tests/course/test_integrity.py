@@ -173,6 +173,11 @@ CHEATS = {
                                            "changed: lab_utils.attacks.defenses.DEFENSES"),
     "grader's settings changed": ("import lab_utils.grading\nlab_utils.grading.COMPARING.clear()", RIGHT,
                                   "changed: lab_utils.grading.COMPARING"),
+    # The same bytecode with another constant (here its docstring, which changes nothing it does).
+    "a function's constant changed": ("import lab_utils.grading\nf = lab_utils.grading.assert_own_implementation\n"
+                                      "docstring, *rest = f.__code__.co_consts\n"
+                                      "f.__code__ = f.__code__.replace(co_consts=(docstring + '.', *rest))",
+                                      RIGHT, "changed: lab_utils.grading.assert_own_implementation"),
 }
 
 
