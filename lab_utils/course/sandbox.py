@@ -96,6 +96,8 @@ class Sandbox(Configurable):
             *system_mounts(), "--dev", "/dev", "--proc", "/proc",
             "--size", str(self.tmp_mb * 2**20), "--tmpfs", "/tmp", *[arg for h in home for arg in ("--tmpfs", h)],
             *[arg for path in python_and_course() for arg in ("--ro-bind", path, path)], *font_list(),
+            # The grader's own code, which the students' repository leaves out, is not theirs to read.
+            "--tmpfs", GRADERS_CODE, "--remount-ro", GRADERS_CODE,
             # The submission is read, not written: what the student's code writes goes to /tmp. Its
             # notebooks are not even read (a device on a nodev mount): the graded one holds the hidden tests.
             "--ro-bind", workdir, workdir, "--bind", sockets, sockets,
@@ -120,6 +122,7 @@ class Sandbox(Configurable):
 # course's own folder with its solutions, gradebook and git history) is there.
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 SECRETS = ("/etc/shadow", "/etc/gshadow")  # readable by root, who may be grading
+GRADERS_CODE = os.path.realpath(Path(__file__).parent)  # lab_utils/course: the kernel imports none of it
 MPLCONFIGDIR = "/tmp/matplotlib"  # the kernel's matplotlib settings and caches
 KEPT_VARIABLES = ("PATH", "PYTHONPATH", "LANG", "LANGUAGE", "TZ", "NBGRADER_EXECUTION", "NBGRADER_VALIDATING")
 

@@ -54,11 +54,13 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
     neighbour = root / "submitted" / "honest" / LESSON / f"{LESSON}.ipynb"
     return {
         # First, before an attack writes anything: what a student would look for (the answers, the
-        # gradebook, git history, a key in the environment, the hidden tests in the graded notebook).
+        # gradebook, git history, the grader's own code, a key in the environment, the hidden tests in
+        # the graded notebook).
         "look": ("import glob, os\n"
                  f"found = [p for base in ({str(root)!r}, {str(ROOT)!r}, os.path.expanduser('~'), '/work', '/home')\n"
                  "         for p in glob.glob(base + '/**', recursive=True)\n"
-                 "         if 'solutions' in p or p.endswith('gradebook.db') or '/.git/' in p or 'fixtures' in p]\n"
+                 "         if 'solutions' in p or p.endswith('gradebook.db') or '/.git/' in p or 'fixtures' in p\n"
+                 "         or '/lab_utils/course/' in p]\n"
                  "key = os.environ.get('ANTHROPIC_API_KEY')\n"
                  "shadow = os.path.getsize('/etc/shadow') if os.path.exists('/etc/shadow') else 0\n"
                  "notebooks, read = glob.glob('*.ipynb'), []\n"
