@@ -596,8 +596,9 @@ OUT_OF_SIGHT = {found: dotted for dotted in ("os.fork", "os.forkpty", "os.system
 # Functions that hand over the frames of the code that called them, by their code's id: the watch
 # never hashes a code object, whose constants' __hash__ could be the notebook's.
 FRAME_READERS = {id(f.__code__): f"{f.__module__}.{f.__qualname__}" for f in (
-    inspect.currentframe, inspect.stack, inspect.getouterframes, inspect.trace, traceback.walk_stack,
-    traceback.extract_stack, traceback.format_stack, traceback.print_stack, traceback.StackSummary.extract.__func__)}
+    inspect.currentframe, inspect.stack, inspect.getouterframes, inspect.trace, inspect.getinnerframes,
+    traceback.walk_stack, traceback.walk_tb, traceback.extract_stack, traceback.format_stack, traceback.print_stack,
+    traceback.StackSummary.extract.__func__)}
 
 
 def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], patterns: dict[tuple[str, int], str],

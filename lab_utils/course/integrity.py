@@ -90,6 +90,7 @@ def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
     and hands the notebook's `cells` as sealed (once: to lab_utils.grading) and the kernel's shell (to
     the reports) when it raises the event `asked`.
     Runs inside the kernel before the notebook's first cell, shipped as source: self-contained."""
+    import os
     import sys
 
     from IPython.core.getipython import get_ipython
@@ -97,8 +98,13 @@ def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
     # Found before any cell of the notebook's runs: a report that asked IPython's functions for it would
     # run whatever the notebook put in their place, which could hide a hook while the report looks.
     shell = get_ipython()
+    # Where installed code lives: Python's and the environment's. A frame read from elsewhere (a cell) is
+    # the way from an answer's own exception, or a generator, up to the test that called it.
+    installed = tuple({path + os.sep for p in (sys.prefix, sys.base_prefix) for path in (p, os.path.realpath(p))})
+    installed += ("<frozen ",)
+    frames = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
 
-    def refuse(event, args, me=None, asked=None, cells=None, shell=None):
+    def refuse(event, args, me=None, asked=None, cells=None, shell=None, getframe=None, installed=(), frames=()):
         # An audit hook sees each statement's syntax tree before it is compiled and could rewrite it
         # (drop a test's asserts); once added, none can be removed. The C API's test modules can
         # change how Python compiles (_testinternalcapi.set_config: asserts compiled away). Raising
@@ -109,11 +115,14 @@ def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
             {}["while a notebook is graded, no audit hook may be added, nor the grader's changed"]
         if event == "import" and args[0] in ("_testinternalcapi", "_testcapi"):
             {}["while a notebook is graded, Python's test modules cannot be imported"]
+        if event == "object.__getattr__" and args[1] in frames \
+                and not getframe(1).f_code.co_filename.startswith(installed):
+            {}["while a notebook is graded, its code may not read a traceback's or a generator's frame"]
         if event == asked:  # out of the notebook's reach: a record of IPython's could be forged
             # The cells, hidden tests and all, once: to lab_utils.grading, imported before the notebook.
             args[0].extend((cells.pop() if cells else None, shell))
 
-    refuse.__defaults__ = (refuse, asked, [cells], shell)
+    refuse.__defaults__ = (refuse, asked, [cells], shell, sys._getframe, installed, frames)
     sys.addaudithook(refuse)
 
 

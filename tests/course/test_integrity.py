@@ -274,6 +274,29 @@ def test_no_audit_hook_may_be_added_nor_the_graders_changed(tmp_path):
     assert errors(cell) == ["AssertionError: double doubles"] and found == [], "and no other hook dropped the assert"
 
 
+# An outside cheater's answer: the test that called it, reached from the answer's own exception, the
+# attribute's name found in dir() (no name a reader could spot), and the value it compares with read there.
+FROM_THE_TRACEBACK = """def double(x):
+    try:
+        raise ValueError
+    except ValueError as error:
+        traceback = error.__traceback__
+        frame = getattr(traceback, next(n for n in dir(traceback) if n.endswith("_frame")))
+    return 2 * x
+"""
+
+
+def test_a_tracebacks_or_a_generators_frame_cannot_be_read_from_the_notebook(tmp_path):
+    generator = "def double(x):\n    steps = (2 * x for _ in [1])\n    steps.gi_frame\n    return next(steps)\n"
+    for answer in (FROM_THE_TRACEBACK, generator):
+        cell, _ = run_sealed(exercise(answer), tmp_path)
+        assert errors(cell)[0].startswith("KeyError: \"while a notebook is graded, its code may not read a "
+                                          "traceback's or a generator's frame\""), errors(cell)
+    # Installed code still reads them: IPython shows a cell's error, its frames and all.
+    cell, _ = run_sealed(exercise(WRONG), tmp_path)
+    assert errors(cell) == ["AssertionError: double doubles"]
+
+
 def test_the_optimization_level_stays_and_asserts_compiled_away_are_named(tmp_path, monkeypatch):
     nb = exercise(f"{NO_ASSERTS}\n{WRONG}")
     cell, found = run_sealed(nb, tmp_path)

@@ -308,6 +308,10 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
     ("import traceback\ndef find_pii(text):\n    for frame, _ in traceback.walk_stack(None):\n"
      "        if 'expected' in frame.f_locals:\n            return frame.f_locals['expected']\n"
      "    return ['a@b.io']\n", f"find_pii {PEEKED} traceback.walk_stack"),
+    # From the answer's own exception up: the library reads the traceback's frames for it.
+    ("import traceback\ndef find_pii(text):\n    try:\n        raise ValueError\n    except ValueError as error:\n"
+     "        frame = next(traceback.walk_tb(error.__traceback__))[0].f_back\n"
+     "    return frame.f_locals.get('expected', ['a@b.io'])\n", f"find_pii {PEEKED} traceback.walk_tb"),
     ("import threading, types\nfrom lab_utils import rules\n"
      "KEPT = rules.find_pii.__code__, rules.find_pii.__globals__\n"
      "def find_pii(text):\n    out = []\n    copy = types.FunctionType(*KEPT)\n"
