@@ -127,7 +127,8 @@ def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
 
 
 def _kernel_state(mime: str, asked: str, nonce: str, preload: list[str], machinery: tuple[str, ...],
-                  imported: dict[str, list], harmless_callbacks: tuple[tuple[str, str], ...]) -> None:
+                  imported: dict[str, list], harmless_callbacks: tuple[tuple[str, str], ...],
+                  helpers: tuple[str, ...] = ()) -> None:
     """Publish what grading depends on, through the shell the grader's audit hook hands over when it
     raises the event `asked`. Runs inside the kernel, shipped as source: self-contained."""
     # First, before anything of the notebook's could run: raised to -O (by a C-level call), Python
@@ -137,6 +138,7 @@ def _kernel_state(mime: str, asked: str, nonce: str, preload: list[str], machine
         compiling = ["assert statements are compiled away (the interpreter's optimization level was raised)"]
     except AssertionError:
         compiling = []
+    import ast
     import builtins
     import hashlib
     import importlib
@@ -288,11 +290,28 @@ def _kernel_state(mime: str, asked: str, nonce: str, preload: list[str], machine
         if value is not absent and value is not (getattr(target, attr, None) if attr else target) \
                 and not (module == "builtins" and value is shell.user_ns_hidden.get(name, absent)):
             rebound.append(f"{name} is no longer {module}{'.' + attr if attr else ''}")
+    # The test cells' own functions that this cell calls (lesson 01's rejects), as the cell that compiled
+    # them wrote them (its syntax tree): Verify compares them with the test cell that defines them.
+    defined = {}
+    for name in helpers:
+        code = getattr(shell.user_ns.get(name), "__code__", None)
+        number = shell.compile._filename_map.get(getattr(code, "co_filename", None))
+        history = shell.history_manager.input_hist_parsed
+        text = history[number] if isinstance(number, int) and 0 < number < len(history) else ""
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):  # a record of IPython's made to hold something else
+            tree = ast.Module(body=[], type_ignores=[])
+        written = [ast.dump(node) for node in ast.walk(tree)
+                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and min([node.lineno] + [d.lineno for d in node.decorator_list]) == code.co_firstlineno]
+        defined[name] = hashlib.sha256("".join(written[:1]).encode()).hexdigest()
     ran = shell.history_manager.input_hist_parsed[-1] if nonce else ""
     shell.display_pub.publish({mime: {
         "nonce": nonce, "ran": hashlib.sha256(ran.encode()).hexdigest(), "tracing": tracing,
         "custom_exceptions": [getattr(e, "__name__", repr(e)) for e in shell.custom_exceptions], "rebound": rebound,
-        "hooks": hooks, "modules": modules, "objects": objects, "ran_from": ran_from, "compiling": compiling}})
+        "hooks": hooks, "modules": modules, "objects": objects, "ran_from": ran_from, "compiling": compiling,
+        "helpers": defined}})
 
 
 @functools.cache  # read once: every sealed test cell carries _kernel_state's
@@ -315,14 +334,14 @@ def _guard(nb) -> str:
     return _shipped(_refuse_audit_hooks, SEALED_CELLS, cells)
 
 
-def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple]) -> str:
+def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple], helpers: tuple[str, ...] = ()) -> str:
     return _shipped(_kernel_state, MIME, SEALED_CELLS, nonce, preload, MACHINERY + JUDGES + TOOLS, imported,
-                    HARMLESS_CALLBACKS)
+                    HARMLESS_CALLBACKS, helpers)
 
 
-def _proof(nonce: str, imported: dict[str, tuple]) -> str:
+def _proof(seal: dict) -> str:
     return ("\n\n# Added by the grader: this cell's proof that it ran as released.\n"
-            f"{_report_call(nonce, [], imported)}\n")
+            f"{_report_call(seal['nonce'], [], seal['imported'], tuple(seal['helpers']))}\n")
 
 
 CHECKERS = ("own_implementation", "assert_own_implementation")
@@ -365,6 +384,14 @@ def _imports(nb) -> dict[str, tuple[str, str | None]]:
     builtin = {node.id: ("builtins", node.id) for node in names
                if node.id in dir(builtins) and not node.id.startswith("__") and node.id not in kept}
     return {name: where for name, where in found.items() if name not in defined} | builtin
+
+
+def _functions(source: str) -> set[str]:
+    """The functions a cell defines at its top level (lesson 01's test cell defines rejects,
+    which its hidden tests call too)."""
+    tree = parsed_cell(source)
+    return {node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))} if tree else set()
 
 
 def _names(source: str) -> set[str]:
@@ -456,12 +483,15 @@ class Seal(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         sealed, imported = {}, _imports(nb)
+        helpers = set().union(*(_functions(cell.source) for cell in nb.cells if is_test(cell)))
         for cell in nb.cells:
             if is_test(cell):
                 uses = {name: imported[name] for name in sorted(_names(cell.source) & set(imported))}
-                seal = {"nonce": secrets.token_hex(16), "source": cell.source, "imported": uses}
+                defines = sorted(_functions(cell.source))
+                seal = {"nonce": secrets.token_hex(16), "source": cell.source, "imported": uses, "defines": defines,
+                        "helpers": sorted(_names(cell.source) & helpers - set(defines))}
                 sealed[_meta(cell)["grade_id"]] = seal
-                cell.source += _proof(seal["nonce"], uses)
+                cell.source += _proof(seal)
         nb.cells.insert(0, nbformat.v4.new_code_cell(f"{_guard(nb)}\n{_report_call('', _preload(nb), {})}"))
         nb.cells.append(nbformat.v4.new_code_cell(_report_call("", [], {})))
         resources[KEY] = {"sealed": sealed, "died_at": None, "how": None}
@@ -530,7 +560,7 @@ def _machinery_changed(report: dict, first: dict) -> list[str]:
     return reasons
 
 
-def _judge(cell, seal: dict, first: dict, seen: dict) -> list[str]:
+def _judge(cell, seal: dict, first: dict, seen: dict, helpers: dict[str, set[str]]) -> list[str]:
     """Why a test cell that shows no error did not run as released ([] if it did)."""
     reports = _reports(cell)
     if not reports:
@@ -545,14 +575,15 @@ def _judge(cell, seal: dict, first: dict, seen: dict) -> list[str]:
             or any(o["output_type"] not in ("display_data", "stream") for o in after):
         reasons.append("its proof was forged")
     # IPython's history keeps the transformed cell without its trailing newlines.
-    expected = TransformerManager().transform_cell(seal["source"] + _proof(seal["nonce"], seal["imported"]))
-    expected = expected.rstrip("\n")
+    expected = TransformerManager().transform_cell(seal["source"] + _proof(seal)).rstrip("\n")
     if report["ran"] != hashlib.sha256(expected.encode()).hexdigest():
         reasons.append("the code that ran is not the released cell")
     reasons += [f"its proof ran from {where}" for where in report["ran_from"]][:3]
     reasons += _machinery_changed(report, first) + report["rebound"] + _loaded_elsewhere(report)
     reasons += [f"{name} was replaced by code defined in the notebook"
                 for name, value in report["objects"].items() if value == "defined in the notebook"][:3]
+    reasons += [f"{name}, a function of the test cells', was defined again by the notebook"
+                for name, where in report["helpers"].items() if where not in helpers.get(name, {where})][:3]
     for kind in ("modules", "objects"):
         # A module imported after the first report is compared with the first proof that saw it.
         seen[kind] = {**report[kind], **seen[kind], **first[kind]}
@@ -592,6 +623,12 @@ class Verify(NbGraderPreprocessor):
                      f"({', '.join(submission['brought'])}): no test cell can be trusted; review it by hand"
                      if submission.get("brought") else None)
         seen = {"modules": {}, "objects": {}}
+        # The test cells' own functions: name -> how the test cells that define them write them.
+        helpers = {}
+        for seal in state["sealed"].values():
+            for node in parsed_cell(seal["source"]).body:
+                if getattr(node, "name", None) in seal["defines"]:
+                    helpers.setdefault(node.name, set()).add(hashlib.sha256(ast.dump(node).encode()).hexdigest())
         for index, cell in enumerate(nb.cells, start=1):
             grade_id = _meta(cell).get("grade_id")
             seal = state["sealed"].get(grade_id)
@@ -602,7 +639,7 @@ class Verify(NbGraderPreprocessor):
             elif _errors(cell):
                 reasons = []  # the test failed: no points in any case
             else:
-                reasons = [untrusted] if untrusted else _judge(cell, seal, first, seen)
+                reasons = [untrusted] if untrusted else _judge(cell, seal, first, seen, helpers)
             cell.source = seal["source"]
             cell.outputs = [_shown_not_scored(o) for o in cell.outputs if MIME not in o.get("data", {})]
             if reasons:

@@ -297,6 +297,29 @@ def test_a_tracebacks_or_a_generators_frame_cannot_be_read_from_the_notebook(tmp
     assert errors(cell) == ["AssertionError: double doubles"]
 
 
+def with_a_test_helper(answer: str, between: str = "") -> nbformat.NotebookNode:
+    """exercise(answer) whose test cell defines a helper that a second test cell calls too (lesson 01's
+    rejects, which its hidden tests call), and a cell of the student's between the two."""
+    nb = exercise(answer)
+    test = nb.cells[-1]
+    test.source = "def check(value):\n    assert value == 4, 'double doubles'\n\n\ncheck(double(2))"
+    again = nbformat.from_dict(copy.deepcopy(test))
+    again.source, again.metadata.nbgrader.grade_id, again.id = "check(double(2))", "test-double-again", "again"
+    nb.cells += [nbformat.v4.new_code_cell(between), again]
+    return nb
+
+
+def test_a_test_cells_function_defined_again_by_the_notebook_earns_nothing(tmp_path):
+    """An outside cheater's notebook defined lesson 01's rejects and accepts again after the visible test,
+    as functions that check nothing: every hidden test that called them passed."""
+    cell, _ = run_sealed(with_a_test_helper(WRONG, "def check(value):\n    return None"), tmp_path)
+    said = errors(cell)
+    assert said and said[0].startswith("IntegrityError") and "check, a function of the test cells', was defined " \
+        "again by the notebook" in said[0], said
+    cell, found = run_sealed(with_a_test_helper(RIGHT, "print(check)"), tmp_path)  # honest: the helper as it was
+    assert errors(cell) == [] and found == [], found
+
+
 def test_the_optimization_level_stays_and_asserts_compiled_away_are_named(tmp_path, monkeypatch):
     nb = exercise(f"{NO_ASSERTS}\n{WRONG}")
     cell, found = run_sealed(nb, tmp_path)
