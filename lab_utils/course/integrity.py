@@ -85,7 +85,11 @@ TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceba
          "contextlib")  # own_implementation is a context manager: an __exit__ patched swallows a test's error
 
 
-def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
+# What the grader's hook says when a notebook's code reads a frame it could climb to a running test from.
+REFUSED_FRAME = "while a notebook is graded, its code may not read a traceback's or a generator's frame"
+
+
+def _refuse_audit_hooks(asked: str, cells: tuple[str, ...], refused_frame: str) -> None:
     """Add an audit hook that refuses any later one, any change to itself, and Python's test modules,
     and hands the notebook's `cells` as sealed (once: to lab_utils.grading) and the kernel's shell (to
     the reports) when it raises the event `asked`.
@@ -104,7 +108,8 @@ def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
     installed += ("<frozen ",)
     frames = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
 
-    def refuse(event, args, me=None, asked=None, cells=None, shell=None, getframe=None, installed=(), frames=()):
+    def refuse(event, args, me=None, asked=None, cells=None, shell=None, getframe=None, installed=(), frames=(),
+               refused_frame=""):
         # An audit hook sees each statement's syntax tree before it is compiled and could rewrite it
         # (drop a test's asserts); once added, none can be removed. The C API's test modules can
         # change how Python compiles (_testinternalcapi.set_config: asserts compiled away). Raising
@@ -117,12 +122,12 @@ def _refuse_audit_hooks(asked: str, cells: tuple[str, ...]) -> None:
             {}["while a notebook is graded, Python's test modules cannot be imported"]
         if event == "object.__getattr__" and args[1] in frames \
                 and not getframe(1).f_code.co_filename.startswith(installed):
-            {}["while a notebook is graded, its code may not read a traceback's or a generator's frame"]
+            {}[refused_frame]
         if event == asked:  # out of the notebook's reach: a record of IPython's could be forged
             # The cells, hidden tests and all, once: to lab_utils.grading, imported before the notebook.
             args[0].extend((cells.pop() if cells else None, shell))
 
-    refuse.__defaults__ = (refuse, asked, [cells], shell, sys._getframe, installed, frames)
+    refuse.__defaults__ = (refuse, asked, [cells], shell, sys._getframe, installed, frames, refused_frame)
     sys.addaudithook(refuse)
 
 
@@ -331,7 +336,7 @@ def _guard(nb) -> str:
     code of answers: of code shaped like a reference's.)"""
     cells = tuple(TransformerManager().transform_cell(c.source) for c in nb.cells
                   if c.cell_type == "code" and not is_test(c))
-    return _shipped(_refuse_audit_hooks, SEALED_CELLS, cells)
+    return _shipped(_refuse_audit_hooks, SEALED_CELLS, cells, REFUSED_FRAME)
 
 
 def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple], helpers: tuple[str, ...] = ()) -> str:
@@ -685,6 +690,7 @@ def findings(autograded_notebook: Path) -> list[str]:
     return data["submission"] + data["execution"]
 
 
+FRAME_READ = re.compile(f"({re.escape(REFUSED_FRAME)})")
 DECIDED = re.compile(rf"(\w+) (?:returned|raised \w+ with) .+?, {re.escape(DECIDES)}(?: through [\w, ]+)?")
 USED = re.compile(rf"({'|'.join(map(re.escape, (TAKEN, REACHED, COPIED, SWITCHED, PEEKED)))}) ([\w.]+)")
 
@@ -714,7 +720,14 @@ def comparison_decided(graded: Path) -> list[str]:
     return _first_caught(graded, DECIDED, "")
 
 
+def frame_read(graded: Path) -> list[str]:
+    """The first cell whose code the grader's hook refused a traceback's or a generator's frame: the
+    way from an answer up to the test that called it."""
+    return _first_caught(graded, FRAME_READ, "refused: ")
+
+
 def flags(autograded_notebook: Path) -> list[str]:
-    """What a person should know about a graded submission: tampering, use of the reference, and
-    results made to pass any comparison."""
-    return findings(autograded_notebook) + reference_used(autograded_notebook) + comparison_decided(autograded_notebook)
+    """What a person should know about a graded submission: tampering, use of the reference, results
+    made to pass any comparison, and frames the notebook's code tried to read."""
+    return (findings(autograded_notebook) + reference_used(autograded_notebook)
+            + comparison_decided(autograded_notebook) + frame_read(autograded_notebook))

@@ -290,8 +290,10 @@ def test_a_tracebacks_or_a_generators_frame_cannot_be_read_from_the_notebook(tmp
     generator = "def double(x):\n    steps = (2 * x for _ in [1])\n    steps.gi_frame\n    return next(steps)\n"
     for answer in (FROM_THE_TRACEBACK, generator):
         cell, _ = run_sealed(exercise(answer), tmp_path)
-        assert errors(cell)[0].startswith("KeyError: \"while a notebook is graded, its code may not read a "
-                                          "traceback's or a generator's frame\""), errors(cell)
+        assert errors(cell)[0] == f'KeyError: "{integrity.REFUSED_FRAME}"', errors(cell)
+        graded = tmp_path / "graded.ipynb"
+        nbformat.write(new_notebook(cells=[cell]), graded)
+        assert integrity.frame_read(graded) == [f"test-double: refused: {integrity.REFUSED_FRAME}"]
     # Installed code still reads them: IPython shows a cell's error, its frames and all.
     cell, _ = run_sealed(exercise(WRONG), tmp_path)
     assert errors(cell) == ["AssertionError: double doubles"]
