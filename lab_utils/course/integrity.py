@@ -391,12 +391,12 @@ def _imports(nb) -> dict[str, tuple[str, str | None]]:
     return {name: where for name, where in found.items() if name not in defined} | builtin
 
 
-def _functions(source: str) -> set[str]:
-    """The functions a cell defines at its top level (lesson 01's test cell defines rejects,
-    which its hidden tests call too)."""
+def _functions(source: str) -> dict[str, str]:
+    """name -> the hash of its syntax tree, for each function a cell defines at its top level (lesson
+    01's test cell defines rejects, which its hidden tests call too): what the reports compare it with."""
     tree = parsed_cell(source)
-    return {node.name for node in tree.body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))} if tree else set()
+    return {node.name: hashlib.sha256(ast.dump(node).encode()).hexdigest() for node in (tree.body if tree else [])
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
 def _names(source: str) -> set[str]:
@@ -492,9 +492,9 @@ class Seal(NbGraderPreprocessor):
         for cell in nb.cells:
             if is_test(cell):
                 uses = {name: imported[name] for name in sorted(_names(cell.source) & set(imported))}
-                defines = sorted(_functions(cell.source))
+                defines = _functions(cell.source)
                 seal = {"nonce": secrets.token_hex(16), "source": cell.source, "imported": uses, "defines": defines,
-                        "helpers": sorted(_names(cell.source) & helpers - set(defines))}
+                        "helpers": sorted(_names(cell.source) & helpers - defines.keys())}
                 sealed[_meta(cell)["grade_id"]] = seal
                 cell.source += _proof(seal)
         nb.cells.insert(0, nbformat.v4.new_code_cell(f"{_guard(nb)}\n{_report_call('', _preload(nb), {})}"))
@@ -631,9 +631,8 @@ class Verify(NbGraderPreprocessor):
         # The test cells' own functions: name -> how the test cells that define them write them.
         helpers = {}
         for seal in state["sealed"].values():
-            for node in parsed_cell(seal["source"]).body:
-                if getattr(node, "name", None) in seal["defines"]:
-                    helpers.setdefault(node.name, set()).add(hashlib.sha256(ast.dump(node).encode()).hexdigest())
+            for name, written in seal["defines"].items():
+                helpers.setdefault(name, set()).add(written)
         for index, cell in enumerate(nb.cells, start=1):
             grade_id = _meta(cell).get("grade_id")
             seal = state["sealed"].get(grade_id)
