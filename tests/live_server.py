@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from lab_utils import llm
+from ports import unused_port
 
 KEY = "sk-ant-test-key-for-the-local-server"
 RETRY_AFTER = "17"
@@ -24,7 +25,7 @@ class MessagesServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
+        super().__init__(("127.0.0.1", unused_port()), Handler)
         self.behaviour = "answer"
         self.requests: list[dict] = []  # the bodies of every request that reached the server
         self.release = threading.Event()  # ends a stall

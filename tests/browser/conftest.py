@@ -16,8 +16,9 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from lab_utils.paths import ROOT
-from labtools import (ARTIFACTS, CHROMIUM, NOTEBOOK, PROMPTS, STUDENT_CONFIG, TIMINGS, Lab, free_port, stop,
+from labtools import (ARTIFACTS, CHROMIUM, NOTEBOOK, PROMPTS, STUDENT_CONFIG, TIMINGS, Lab, stop,
                       wait_until_ready)
+from ports import unused_port
 
 
 @pytest.fixture(scope="session")
@@ -48,7 +49,7 @@ def lab(chromium, tmp_path_factory):
         JUPYTER_RUNTIME_DIR=str(home / "runtime"),
         LAB_WORK_DIR=str(home / "work"),
     )
-    port = free_port()
+    port = unused_port()
     lab = Lab(f"http://127.0.0.1:{port}", secrets.token_hex(16), root)
     log = home / "jupyterlab.log"
     command = [str(Path(sys.executable).with_name("jupyter")), "lab", "--no-browser", "--allow-root",

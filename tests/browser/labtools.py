@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -33,12 +32,6 @@ class Lab:
 
     def url(self, path: str = "") -> str:
         return f"{self.base}/{path}?token={self.token}"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_until_ready(server: subprocess.Popen, lab: Lab, log: Path, timeout: float = 90) -> None:

@@ -8,7 +8,6 @@ hide it by accident and each refusal is the sandbox's own.
 """
 
 import os
-import random
 import re
 import shutil
 import socket
@@ -31,6 +30,7 @@ from coursetools import course_cli, new_course, solution, with_cell
 from lab_utils.course import cgroup, sandbox
 from lab_utils.paths import ROOT
 from nbtools import LESSONS, submit
+from ports import unused_port
 
 pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
 
@@ -110,23 +110,12 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
     }
 
 
-def listening_outside_ephemeral_ports() -> socket.socket:
-    """A server on a port the system never hands out for port 0. A kernel's ports are picked that way,
-    let go, then bound by the kernel: a server given one in between (port 0 too) took a kernel's port in
-    another test worker, whose client then reached this server."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    for port in random.sample(range(1024, low), 100):
-        with suppress(OSError):  # in use
-            return socket.create_server(("127.0.0.1", port))
-    raise RuntimeError(f"no free port below {low}")
-
-
 @pytest.fixture(scope="module")
 def graded():
     base = ROOT / "work" / "tests"
     base.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="sandbox-", dir=base))
-    server = listening_outside_ephemeral_ports()
+    server = socket.create_server(("127.0.0.1", unused_port()))
     server.settimeout(0.5)
     reached = []
 
