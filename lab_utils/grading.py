@@ -556,7 +556,14 @@ def _shape(code: CodeType) -> tuple:
     """What a copy of `code` compiled anywhere shares with it: not its file nor its line numbers.
     It runs inside the watch, so it runs no code of the notebook's (a constant's __repr__ or __hash__
     could switch the watch off): it reads only constants a compiler makes."""
-    return code.co_code, code.co_names, code.co_varnames, tuple(map(_constant, code.co_consts))
+    return code.co_code, _names_used(code), code.co_varnames, tuple(map(_constant, code.co_consts))
+
+
+def _names_used(code: CodeType) -> tuple[str, ...]:
+    """The global and attribute names its instructions use, in order: a name added to those the code
+    lists (co_names), which no instruction uses, makes no other code."""
+    bare = code.replace(co_consts=(None,) * len(code.co_consts))  # dis would repr the notebook's constants
+    return tuple(op.argval for op in dis.get_instructions(bare) if op.opcode in dis.hasname)
 
 
 def _constant(value) -> object:
@@ -668,9 +675,10 @@ def _copy_of(code: CodeType, shapes: dict, alike: dict) -> str | None:
     """The reference that `code` is a copy of, or None: its shape, or its instructions and names with
     other local variables or constants, unless it is what an installed file compiles to (a library's
     function that differs from the reference only in those)."""
-    if (dotted := shapes.get(_shape(code))) is not None:
+    shape = _shape(code)
+    if (dotted := shapes.get(shape)) is not None:
         return dotted
-    dotted = alike.get((code.co_code, code.co_names))
+    dotted = alike.get(shape[:2])
     return None if dotted is None or _compiled_from_its_file(code) else dotted
 
 

@@ -164,6 +164,11 @@ COPIED_AT_RUN_TIME = {
                                   "c = q.format_recall.__code__\n"
                                   "_r = types.FunctionType(c.replace(co_consts=c.co_consts + ('~',)), globals())\n"
                                   "def format_recall(ms):\n    return _r(ms)\n",
+    # Another's: a name added to those the code lists, which no instruction uses.
+    "its code, a name added": "import types, lab_utils.memory as q\nfrom lab_utils.memory import NOTHING\n"
+                              "c = q.format_recall.__code__\n"
+                              "_r = types.FunctionType(c.replace(co_names=c.co_names + ('unused',)), globals())\n"
+                              "def format_recall(ms):\n    return _r(ms)\n",
     # An outside cheater's too: the reference's text with its local names renamed, run by a profiler.
     "its source, its local names renamed": "import inspect, lab_utils.memory as q\n"
                                            "from lab_utils.memory import Memory, NOTHING\n"
