@@ -24,6 +24,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from lab_utils.course import integrity, sandbox
 from lab_utils.course.hidden import HiddenTestsOut
+from lab_utils.course.markdown import MarkdownWithoutScripts
 from lab_utils.paths import ROOT
 
 COURSE_ID = "agent-memory-lab"
@@ -65,6 +66,8 @@ def configure(c: Config, root: Path) -> Config:
     # What a student's cell shows, as feedback and Formgrader show it: HTML without scripts, which would run
     # in the browser of whoever opens it (the instructor's, signed in to Jupyter).
     c.HTMLExporter.sanitize_html = True
+    # nbgrader's templates render a Markdown cell's HTML as it is; written answers are Markdown.
+    c.HTMLExporter.filters = {"markdown2html": MarkdownWithoutScripts}
     # The sandboxed kernel first: integrity's steps wrap whichever Execute step is configured.
     sandbox.install(c)
     integrity.install(c)
