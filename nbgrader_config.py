@@ -21,5 +21,5 @@ configure(c, Path(__file__).resolve().parent)
 # c.Sandbox.cpu_seconds = 300    # CPU time of the kernel, the whole notebook together
 # c.Sandbox.wall_seconds = 600   # time of the whole notebook, waits (sleep) included
 # c.Sandbox.tmp_mb = 256         # size of its private /tmp
-# c.Sandbox.max_processes = 512  # processes and threads of the kernel at once
+# c.Sandbox.max_processes = 64   # processes and threads of the kernel at once
 # c.Execute.timeout = 120        # seconds per cell

@@ -24,7 +24,7 @@ Limits, in nbgrader_config.py (defaults below):
     c.Sandbox.cpu_seconds = 300    # CPU time of the kernel, the whole notebook together
     c.Sandbox.wall_seconds = 600   # time of the whole notebook, waits (sleep) included
     c.Sandbox.tmp_mb = 256         # size of its private /tmp
-    c.Sandbox.max_processes = 512  # processes and threads of the kernel at once
+    c.Sandbox.max_processes = 64   # processes and threads of the kernel at once
     c.Sandbox.enabled = True       # False only where bubblewrap cannot run (`--unsafe`)
 """
 
@@ -73,7 +73,8 @@ class Sandbox(Configurable):
     wall_seconds = Integer(600, help="Time of the whole notebook, waits included (CPU time does not count a "
                                      "sleep); past it, each cell left may run AFTER_WALL seconds.").tag(config=True)
     tmp_mb = Integer(256, help="Size of the kernel's private /tmp, in MiB.").tag(config=True)
-    max_processes = Integer(512, help="Processes and threads the kernel may run at once.").tag(config=True)
+    # A fork bomb's copies each hold tens of megabytes of their own until they are ended: hundreds fill a machine.
+    max_processes = Integer(64, help="Processes and threads the kernel may run at once.").tag(config=True)
     kernel_log = Unicode("", help="File for the kernel's own messages (its stderr); empty: this "
                                   "process's stderr. autograde gives each submission one.").tag(config=True)
 
@@ -113,6 +114,9 @@ class Sandbox(Configurable):
             "--setenv", "JPY_PARENT_PID", "1", "--setenv", "HOME", "/tmp",
             "--setenv", "LAB_WORK_DIR", "/tmp/work", "--setenv", "IPYTHONDIR", "/tmp/ipython",
             "--setenv", "MPLCONFIGDIR", MPLCONFIGDIR, "--chdir", workdir,
+            # One thread for numpy's linear algebra, not one per core: on a large server, those alone
+            # would fill the process cap. Kernels grade side by side anyway.
+            *[arg for name in BLAS_THREADS for arg in ("--setenv", name, "1")],
             "prlimit", f"--as={self.memory_mb * 2**20}", f"--cpu={self.cpu_seconds}",
             *([f"--nproc={self.max_processes}"] if rootless else []), "--", *kernel,
         ]
@@ -124,6 +128,7 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"
 SECRETS = ("/etc/shadow", "/etc/gshadow")  # readable by root, who may be grading
 GRADERS_CODE = os.path.realpath(Path(__file__).parent)  # lab_utils/course: the kernel imports none of it
 MPLCONFIGDIR = "/tmp/matplotlib"  # the kernel's matplotlib settings and caches
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 KEPT_VARIABLES = ("PATH", "PYTHONPATH", "LANG", "LANGUAGE", "TZ", "NBGRADER_EXECUTION", "NBGRADER_VALIDATING")
 
 

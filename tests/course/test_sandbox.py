@@ -103,6 +103,8 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
         "workdir": ("%env LAB_WORK_DIR=work\nfrom lab_utils.paths import work_dir\n"
                     "try:\n    work_dir('mine')\nfinally:\n    %env LAB_WORK_DIR=/tmp/work",
                     "write outside /tmp was refused"),
+        # Not an attack: how many threads does numpy's linear algebra start (one per core would fill the cap)?
+        "blas": ("import os, numpy\nprint('linear algebra threads:', os.environ.get('OPENBLAS_NUM_THREADS'))", ""),
         # Not an attack: when did the list of fonts the kernel's matplotlib reads come to be?
         "fonts": ("import glob, os\n"
                   "print('font list:', [os.stat(p).st_mtime_ns for p in glob.glob('/tmp/matplotlib/fontlist-*.json')])",
@@ -290,6 +292,10 @@ def test_the_answers_and_the_graders_secrets_are_out_of_sight(graded):
     printed = printed_by_the_attacker(graded)
     assert "found 0 []; key None; shadow 0; notebooks 1, read 0, 0 hidden tests" in printed, printed[-500:]
     assert KEY not in printed
+
+
+def test_numpy_starts_one_thread_whatever_the_cores(graded):
+    assert "linear algebra threads: 1" in printed_by_the_attacker(graded)
 
 
 def test_the_kernel_reads_the_graders_list_of_fonts(graded):
