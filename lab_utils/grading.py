@@ -234,7 +234,8 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     saved: list[tuple[FunctionType, CodeType, object]] = []
     switched: list[tuple[object, str, object]] = []
     data = {dotted: _owner(dotted) for dotted in references if dotted not in functions}  # switched off whole
-    patterns = {(kept.pattern, kept.flags): dotted for dotted, (owner, attr) in data.items()
+    # By its text alone: compiled again with another flag, it is still the reference's pattern.
+    patterns = {kept.pattern: dotted for dotted, (owner, attr) in data.items()
                 if type(kept := getattr(owner, attr)) is re.Pattern}
     cells = _notebook_cells()
     watch = _watch(list(functions.items()), cells, patterns, tripped, copied, switched_off, peeked)
@@ -608,7 +609,7 @@ FRAME_READERS = {id(f.__code__): f"{f.__module__}.{f.__qualname__}" for f in (
     traceback.StackSummary.extract.__func__)}
 
 
-def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], patterns: dict[tuple[str, int], str],
+def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], patterns: dict[str | bytes, str],
            tripped: list, copied: list, switched_off: list, peeked: list):
     """A profile function that notes (in `tripped`) a search with a reference's compiled pattern, which
     is switched off where it is kept but may have been kept aside before, or compiled again from its
@@ -657,8 +658,8 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], pa
             elif (kept := getattr(arg, "__self__", None)) is database and database is not None \
                     and not _installed(frame.f_code.co_filename):
                 peeked.append("IPython.core.history")
-            # A str and an int as the key: no object of the notebook's is hashed.
-            elif patterns and type(kept) is re.Pattern and (dotted := patterns.get((kept.pattern, kept.flags))):
+            # A compiled pattern's text (str or bytes) as the key: no object of the notebook's is hashed.
+            elif patterns and type(kept) is re.Pattern and (dotted := patterns.get(kept.pattern)):
                 tripped.append(dotted)
 
     return watch

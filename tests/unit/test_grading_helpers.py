@@ -471,7 +471,11 @@ PATTERN = "lab_utils.attacks.defenses._INSTRUCTION"  # data a reference works wi
     "import re\nfrom lab_utils.attacks import defenses\n"
     "P, F = defenses._INSTRUCTION.pattern, defenses._INSTRUCTION.flags\n"
     "def is_order(text):\n    return re.search(P, text, F) is not None\n",
-], ids=["its module's", "caught", "kept aside", "compiled again"])
+    # An outside cheater's: compiled again with another flag, which changes nothing the pattern matches here.
+    "import re\nfrom lab_utils.attacks import defenses\n"
+    "P = re.compile(defenses._INSTRUCTION.pattern, defenses._INSTRUCTION.flags | re.MULTILINE)\n"
+    "def is_order(text):\n    return P.search(text) is not None\n",
+], ids=["its module's", "caught", "kept aside", "compiled again", "another flag"])
 def test_data_of_a_reference_is_switched_off_while_tested(source):
     from lab_utils.attacks import defenses
     pattern = defenses._INSTRUCTION
