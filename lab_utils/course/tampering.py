@@ -124,6 +124,10 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
             found += [f"from {node.module} import {a.name}" for a in node.names
                       if _denied(f"{node.module}.{a.name}") or f"{node.module}.{a.name}" == "sys.modules"
                       or a.name in ATTRIBUTES | NAMES or _private(a.name)]
+            # Every name of a reference's module, the reference among them: called before its tests, unnamed.
+            held = sorted(r for r in references if r.rpartition(".")[0] == node.module)
+            if node.names[0].name == "*" and held:
+                found.append(f"from {node.module} import * (with {held[0]}, a reference its tests switch off)")
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in imported \
                 and _inside(imported[node.value.id], node.attr):
             found.append(f"{node.value.id}.{node.attr}")

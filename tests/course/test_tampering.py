@@ -118,6 +118,10 @@ CHEATS = {
     "a library's file read": ("from pathlib import Path\nSOURCE = (Path('lab_utils') / 'metrics.py').read_text()",
                               "'metrics.py' in a string"),
     "a folder put on the path": ("import site\nsite.addsitedir('helpers')", "import site"),
+    # An outside cheater's: every name of the reference's module, the reference called before its tests by
+    # the name its answer then takes.
+    "a reference's module star-imported": ("from lab_utils.rules import *\ndef answer():\n    return 2",
+                                           "from lab_utils.rules import * (with lab_utils.rules.redact, a reference"),
     "a reference reached through its package": ("KEPT = rules.redact('mail a@b.io')\ndef answer():\n    return 2",
                                                 "rules.redact (a reference its tests switch off)"),
     # And the third: names hidden in rot13 and decoded, a reference's code cloned into a new function.
