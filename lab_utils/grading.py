@@ -625,6 +625,8 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], pa
     # The same instructions and names with other variables or constants: locals renamed, a docstring reworded.
     alike = {shape[:2]: dotted for shape, dotted in shapes.items()}
     first_ops = {shape[0] for shape in shapes}  # a quick test before the whole shape
+    # The reference's own code with other global names: it still names the reference's file, line and name.
+    places = {_place(reference.__code__): dotted for dotted, reference in references}
     sealed = _SEALED
     label = references[0][0] if references else "lab_utils"
     setting = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
@@ -646,7 +648,7 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], pa
             code = frame.f_code
             if id(code) in handing and not _installed(frame.f_back.f_code.co_filename):
                 peeked.append(handing[id(code)])
-            if code.co_code in first_ops and (dotted := _copy_of(code, shapes, alike)) is not None \
+            if code.co_code in first_ops and (dotted := _copy_of(code, shapes, alike, places)) is not None \
                     and not _written_in_a_cell(code, cells, sealed):
                 copied.append(dotted)
         elif event == "c_call":
@@ -672,15 +674,19 @@ def _methods(cls: type) -> list[FunctionType]:
     return [f for f in found if isinstance(f, FunctionType)]
 
 
-def _copy_of(code: CodeType, shapes: dict, alike: dict) -> str | None:
-    """The reference that `code` is a copy of, or None: its shape, or its instructions and names with
-    other local variables or constants, unless it is what an installed file compiles to (a library's
-    function that differs from the reference only in those)."""
+def _copy_of(code: CodeType, shapes: dict, alike: dict, places: dict) -> str | None:
+    """The reference that `code` is a copy of, or None: its shape, its instructions at the reference's place,
+    or its instructions and names with other local variables or constants, unless it is what an installed
+    file compiles to (a library's function that differs from the reference only in those)."""
     shape = _shape(code)
-    if (dotted := shapes.get(shape)) is not None:
+    if (dotted := shapes.get(shape) or places.get(_place(code))) is not None:
         return dotted
     dotted = alike.get(shape[:2])
     return None if dotted is None or _compiled_from_its_file(code) else dotted
+
+
+def _place(code: CodeType) -> tuple[str, int, str]:
+    return code.co_filename, code.co_firstlineno, code.co_name
 
 
 def _running_beside() -> str | None:

@@ -169,6 +169,12 @@ COPIED_AT_RUN_TIME = {
                               "c = q.format_recall.__code__\n"
                               "_r = types.FunctionType(c.replace(co_names=c.co_names + ('unused',)), globals())\n"
                               "def format_recall(ms):\n    return _r(ms)\n",
+    # And another's: a global name the code uses renamed, its value given under the new name.
+    "its code, a global renamed": "import types, lab_utils.memory as q\n"
+                                  "c = q.format_recall.__code__\nnames = tuple(n + '_' for n in c.co_names)\n"
+                                  "_r = types.FunctionType(c.replace(co_names=names), {n: getattr(q, n[:-1], None) "
+                                  "for n in names})\n"
+                                  "def format_recall(ms):\n    return _r(ms)\n",
     # An outside cheater's too: the reference's text with its local names renamed, run by a profiler.
     "its source, its local names renamed": "import inspect, lab_utils.memory as q\n"
                                            "from lab_utils.memory import Memory, NOTHING\n"
