@@ -14,12 +14,17 @@ measured on a second store that gets the benign traffic only (nobody attacks it)
 lesson 04's gold set through the same read path, and the benign refusal rate, the share of
 benign candidates the write path rejected (a duplicate skipped is not a refusal: it is stored),
 with each refused candidate and what the write path said, so a defense's author can see why.
+
+Every store of a run (attacked, unattacked, benign only) is `memory.jsonl` in a new temporary folder of its
+own, one at a time: a defense that looks at its store's path cannot tell which run it is in.
 """
 
 from __future__ import annotations
 
 import tempfile
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from statistics import fmean
 
@@ -30,6 +35,7 @@ from lab_utils.attacks.setting import benign_candidates, build_store, gold
 from lab_utils.memory import MemoryStore
 
 K = 3
+STORE = "memory.jsonl"  # the one name of every run's store
 
 
 def as_read(text: str) -> str:
@@ -38,53 +44,59 @@ def as_read(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
 
 
+@contextmanager
+def fresh_store(folder: Path | None) -> Iterator[MemoryStore]:
+    """Lesson 04's store as `STORE` in a new temporary folder (inside `folder` if given), removed after."""
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        yield build_store(Path(tmp) / STORE)
+
+
 def _write_benign(defense: Defense, store: MemoryStore) -> list[tuple[Candidate, str]]:
     """Each benign candidate, and what the defense's write path said of it."""
     return [(c, defense.write(store, c)) for c in benign_candidates()]
 
 
-def outcomes(defense: Defense, attacks: list[Attack], path: Path) -> list[dict]:
+def outcomes(defense: Defense, attacks: list[Attack], folder: Path | None = None) -> list[dict]:
     """Per attack: injected (payload in a memory of the store) and succeeded (payload handed to the
     model for a trigger, and not without the attacks), after attacks then benign traffic go
-    through the defense at `path`; the store without the attacks is beside it."""
-    store = build_store(path)
-    for attack in attacks:
-        for candidate in attack.candidates:
-            defense.write(store, candidate)
-    _write_benign(defense, store)
-    stored = as_read("\n".join(m.text for m in store.items))
-
+    through the defense; each store in a new folder (in `folder` if given)."""
     def shown(kept: MemoryStore, query: str) -> str:
         return as_read(defense.render(defense.read(kept, query, K)))
 
-    reached = [[q for q in a.triggers if as_read(a.payload) in shown(store, q)] for a in attacks]
-    if any(reached):  # the same traffic without the attacks, asked the triggers that reached the model
-        unattacked = build_store(path.with_name(f"{path.stem}-unattacked{path.suffix}"))
-        _write_benign(defense, unattacked)
+    with fresh_store(folder) as store:
+        for attack in attacks:
+            for candidate in attack.candidates:
+                defense.write(store, candidate)
+        _write_benign(defense, store)
+        stored = as_read("\n".join(m.text for m in store.items))
+        reached = [[q for q in a.triggers if as_read(a.payload) in shown(store, q)] for a in attacks]
+    unattacked = {}  # trigger -> what the model is handed for it after the same traffic without the attacks
+    if any(reached):
+        with fresh_store(folder) as store:
+            _write_benign(defense, store)
+            unattacked = {q: shown(store, q) for triggers in reached for q in triggers}
     return [{"id": a.id, "family": a.family, "injected": as_read(a.payload) in stored,
-             "succeeded": any(as_read(a.payload) not in shown(unattacked, q) for q in triggers)}
+             "succeeded": any(as_read(a.payload) not in unattacked[q] for q in triggers)}
             for a, triggers in zip(attacks, reached)]
 
 
-def cost(defense: Defense, path: Path) -> dict:
+def cost(defense: Defense, folder: Path | None = None) -> dict:
     """What the defense costs when nobody attacks: recall@3 on lesson 04's gold set through its
     read path, and the benign candidates its write path rejected (their share, and each one)."""
-    store = build_store(path)
-    written = _write_benign(defense, store)
+    with fresh_store(folder) as store:
+        written = _write_benign(defense, store)
+        recall = fmean(metrics.hit_any(defense.read(store, item["query"], K), item) for item in gold())
     refused = [{"text": c.text, "outcome": outcome} for c, outcome in written if outcome.startswith("rejected")]
-    return {"recall@3": fmean(metrics.hit_any(defense.read(store, item["query"], K), item) for item in gold()),
-            "benign_refusal_rate": len(refused) / len(written), "benign_refused": refused}
+    return {"recall@3": recall, "benign_refusal_rate": len(refused) / len(written), "benign_refused": refused}
 
 
 def run(defense: Defense, attacks: list[Attack], folder: Path | None = None) -> dict:
-    """The harness's report for `defense` on `attacks` (the CLI prints it as JSON)."""
+    """The harness's report for `defense` on `attacks` (the CLI prints it as JSON); the stores are made
+    in `folder` if given, else in the system's temporary folder, and removed after."""
     if not attacks:
         raise ValueError("no attacks to run")
-    with tempfile.TemporaryDirectory() as tmp:
-        where = Path(folder or tmp)
-        per_attack = outcomes(defense, attacks, where / f"attacked-{defense.name}.jsonl")
-        costs = cost(defense, where / f"clean-{defense.name}.jsonl")
+    per_attack = outcomes(defense, attacks, folder)
     return {"defense": defense.name, "attacks": len(attacks),
             "injection_rate": fmean(p["injected"] for p in per_attack),
             "attack_success_rate": fmean(p["succeeded"] for p in per_attack),
-            **costs, "per_attack": per_attack}
+            **cost(defense, folder), "per_attack": per_attack}
