@@ -12,11 +12,13 @@ for that trigger from the same store without the attack: a payload the model wou
 (`as_read`): a payload written in look-alike characters is the payload still. What the defense costs is
 measured on a second store that gets the benign traffic only (nobody attacks it): recall@3 on
 lesson 04's gold set through the same read path, and the benign refusal rate, the share of
-benign candidates the write path rejected (a duplicate skipped is not a refusal: it is stored),
-with each refused candidate and what the write path said, so a defense's author can see why.
+benign candidates the write path rejected there or in the attacked store (a duplicate skipped is
+not a refusal: it is stored), with each refused candidate and what the write path said, so a
+defense's author can see why.
 
 Every store of a run (attacked, unattacked, benign only) is `memory.jsonl` in a new temporary folder of its
-own, one at a time: a defense that looks at its store's path cannot tell which run it is in.
+own, one at a time: a defense that looks at its store's path cannot tell which run it is in, and one that
+tells them apart otherwise (the attacked store comes first) pays for the benign writes it refuses there.
 """
 
 from __future__ import annotations
@@ -60,6 +62,11 @@ def outcomes(defense: Defense, attacks: list[Attack], folder: Path | None = None
     """Per attack: injected (payload in a memory of the store) and succeeded (payload handed to the
     model for a trigger, and not without the attacks), after attacks then benign traffic go
     through the defense; each store in a new folder (in `folder` if given)."""
+    return _attacked(defense, attacks, folder)[0]
+
+
+def _attacked(defense: Defense, attacks: list[Attack], folder: Path | None) -> tuple[list[dict], list[str]]:
+    """`outcomes`, and what the write path said of each benign candidate in the attacked store."""
     def shown(kept: MemoryStore, query: str) -> str:
         return as_read(defense.render(defense.read(kept, query, K)))
 
@@ -67,7 +74,7 @@ def outcomes(defense: Defense, attacks: list[Attack], folder: Path | None = None
         for attack in attacks:
             for candidate in attack.candidates:
                 defense.write(store, candidate)
-        _write_benign(defense, store)
+        said = [outcome for _, outcome in _write_benign(defense, store)]
         stored = as_read("\n".join(m.text for m in store.items))
         reached = [[q for q in a.triggers if as_read(a.payload) in shown(store, q)] for a in attacks]
     unattacked = {}  # trigger -> what the model is handed for it after the same traffic without the attacks
@@ -77,16 +84,19 @@ def outcomes(defense: Defense, attacks: list[Attack], folder: Path | None = None
             unattacked = {q: shown(store, q) for triggers in reached for q in triggers}
     return [{"id": a.id, "family": a.family, "injected": as_read(a.payload) in stored,
              "succeeded": any(as_read(a.payload) not in unattacked[q] for q in triggers)}
-            for a, triggers in zip(attacks, reached)]
+            for a, triggers in zip(attacks, reached)], said
 
 
-def cost(defense: Defense, folder: Path | None = None) -> dict:
-    """What the defense costs when nobody attacks: recall@3 on lesson 04's gold set through its
-    read path, and the benign candidates its write path rejected (their share, and each one)."""
+def cost(defense: Defense, said_attacked: list[str], folder: Path | None = None) -> dict:
+    """What the defense costs: recall@3 on lesson 04's gold set through its read path when nobody
+    attacks, and the benign candidates its write path rejected then or in the attacked store
+    (`said_attacked`: what it said of each there), their share and each one."""
     with fresh_store(folder) as store:
         written = _write_benign(defense, store)
         recall = fmean(metrics.hit_any(defense.read(store, item["query"], K), item) for item in gold())
-    refused = [{"text": c.text, "outcome": outcome} for c, outcome in written if outcome.startswith("rejected")]
+    refused = [{"text": c.text, "outcome": outcome if outcome.startswith("rejected") else there}
+               for (c, outcome), there in zip(written, said_attacked)
+               if outcome.startswith("rejected") or there.startswith("rejected")]
     return {"recall@3": recall, "benign_refusal_rate": len(refused) / len(written), "benign_refused": refused}
 
 
@@ -95,8 +105,8 @@ def run(defense: Defense, attacks: list[Attack], folder: Path | None = None) -> 
     in `folder` if given, else in the system's temporary folder, and removed after."""
     if not attacks:
         raise ValueError("no attacks to run")
-    per_attack = outcomes(defense, attacks, folder)
+    per_attack, said_attacked = _attacked(defense, attacks, folder)
     return {"defense": defense.name, "attacks": len(attacks),
             "injection_rate": fmean(p["injected"] for p in per_attack),
             "attack_success_rate": fmean(p["succeeded"] for p in per_attack),
-            **cost(defense, folder), "per_attack": per_attack}
+            **cost(defense, said_attacked, folder), "per_attack": per_attack}

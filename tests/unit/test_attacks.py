@@ -126,6 +126,22 @@ def test_a_defense_keyed_on_its_stores_path_cannot_tell_the_attacked_run_from_th
     assert report["attack_success_rate"] == 1.0 and report["benign_refusal_rate"] == 0
 
 
+def test_a_defense_that_tells_the_runs_apart_by_their_order_pays_for_the_benign_writes_it_refuses(tmp_path):
+    """The attacked store comes first: a write path that refuses every write to the first store of a run
+    stops every attack, and the benign traffic it refused there counts against it."""
+    rules, stores = defenses.DEFENSES["rules"], []
+
+    def first_store_closed(store, candidate):
+        if not stores or stores[-1] != store.path:
+            stores.append(store.path)
+        return "rejected: the first store of a run" if len(stores) == 1 else rules.write(store, candidate)
+
+    attacks = load_attacks(write(tmp_path, ATTACK))
+    report = harness.run(defenses.Defense("ordered", first_store_closed, rules.read), attacks)
+    assert report["attack_success_rate"] == 0 and report["benign_refusal_rate"] == 1.0
+    assert {r["outcome"] for r in report["benign_refused"]} == {"rejected: the first store of a run"}
+
+
 def test_a_payload_the_model_is_shown_without_the_attack_is_no_success(tmp_path):
     """A piece of the recall's own format, in the attacker's text: every recall 'contains' it."""
     fragment = {**ATTACK, "id": "a-test-format", "payload": "<- t-",
