@@ -11,7 +11,7 @@ Every command takes `--root PATH` (default: this repository) and reads PATH/nbgr
 autograde and feedback take `--lesson NAME` for one lesson and `--student ID` for one student.
 autograde refuses to run student code without bubblewrap unless `--unsafe` is given. Exit status: 0
 when everything was done, 1 when a submission could not be handled (listed at the end), 2 when the
-command could not start.
+command could not start, 130 when it was interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -124,9 +124,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         steps = feedback.feedback_all(root, args.lesson, args.student)
     outcomes = []
-    for outcome in steps:
-        print(outcome, flush=True)
-        outcomes.append(outcome)
+    try:
+        for outcome in steps:
+            print(outcome, flush=True)
+            outcomes.append(outcome)
+    except KeyboardInterrupt:
+        steps.close()  # its workers end, and the submissions being graded are as they were
+        done = f"{len(outcomes)} submission{'' if len(outcomes) == 1 else 's'}"
+        print(f"{args.command}: interrupted after {done}, whose outcomes are kept: run the same command again to go on",
+              file=sys.stderr)
+        return 130
     return report(args.command, outcomes)
 
 

@@ -8,10 +8,12 @@ so a resubmission that failed after an earlier success is never reported with th
 from __future__ import annotations
 
 import json
+import logging
 import multiprocessing
 import queue
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,6 +41,10 @@ from lab_utils.paths import PACKAGE_DIR, ROOT
 
 STATUS_FILE = "autograde_status.json"
 KERNEL_LOGS = "autograde_logs"  # <student>/<lesson>.log: what each submission's kernel wrote to stderr
+# autograded/<BEING_GRADED>/<student>/<lesson>/: a submission's autograded copy as it was before the grading under
+# way, put back when the run stops midway. nbgrader removes the copy of a submission it was interrupted on, and
+# the copy holds what each hand grade was given for.
+BEING_GRADED = ".being_graded"
 
 
 @dataclass(frozen=True)
@@ -191,7 +197,12 @@ def grade(root: Path, student: str, lesson: str, unsafe: bool = False) -> Outcom
         settings.Sandbox.enabled = not unsafe
         settings.Sandbox.kernel_log = str(log)
         graded_by_hand = hand_grades(root, student, lesson)
+        keep_aside(root, student, lesson)
         result = api(root, settings).autograde(lesson, student)
+        if interrupted(result):
+            # The tasks of the kernel the interrupt ended would each print a traceback as they are collected.
+            logging.getLogger("asyncio").disabled = True
+            raise KeyboardInterrupt
         if log.exists() and not log.stat().st_size:
             log.unlink()  # a kernel that said nothing leaves no log
         if result["success"]:
@@ -208,8 +219,45 @@ def grade(root: Path, student: str, lesson: str, unsafe: bool = False) -> Outcom
             outcome.problem = (f"nbgrader failed ({failure_reason(result)}){kernel_said(log, root)}; "
                                f"`.venv/bin/nbgrader autograde {lesson} --student {student} --force` "
                                "shows its whole log")
+        shutil.rmtree(aside(root, student, lesson))  # graded (or failed) to the end: no copy to put back
     outcome.seconds = time.perf_counter() - start
     return outcome
+
+
+def interrupted(result: dict) -> bool:
+    """Whether an nbgrader step stopped on Ctrl-C, which nbgrader reports as a failure of the submission."""
+    return (result.get("error") or "").rstrip().endswith("KeyboardInterrupt")
+
+
+def aside(root: Path, student: str, lesson: str) -> Path:
+    return Path(root) / "autograded" / BEING_GRADED / student / lesson
+
+
+def keep_aside(root: Path, student: str, lesson: str) -> None:
+    """Copy the submission's autograded folder aside (an empty folder: there was none), whole or not at all:
+    a run stopped while copying has not touched the folder yet."""
+    kept, graded = aside(root, student, lesson), graded_copy(root, student, lesson).parent
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".copying-", dir=Path(root) / "autograded") as copying:
+        copy = Path(copying) / "copy"
+        if graded.is_dir():
+            shutil.copytree(graded, copy)
+        else:
+            copy.mkdir()
+        copy.rename(kept)
+
+
+def put_back_interrupted(root: Path) -> None:
+    """Every autograded folder as it was before a grading that was stopped midway (by Ctrl-C, or a
+    reboot): its gradebook entry is the earlier grading's too, unless nbgrader was stopped while saving."""
+    being_graded = Path(root) / "autograded" / BEING_GRADED
+    for kept in sorted(being_graded.glob("*/*")):
+        graded = graded_copy(root, kept.parent.name, kept.name).parent
+        shutil.rmtree(graded, ignore_errors=True)
+        if any(kept.iterdir()):
+            graded.parent.mkdir(parents=True, exist_ok=True)
+            kept.rename(graded)
+    shutil.rmtree(being_graded, ignore_errors=True)
 
 
 def hand_grades(root: Path, student: str, lesson: str) -> dict[str, tuple]:
@@ -260,6 +308,11 @@ def _grade_job(job: tuple[Path, str, str, bool]) -> Outcome:
     return grade(*job)
 
 
+def one_at_a_time(work: list[tuple[Path, str, str, bool]]) -> Iterator[Outcome]:
+    for job in work:
+        yield _grade_job(job)
+
+
 def autograde_all(root: Path = ROOT, only: str | None = None, jobs: int = 1, unsafe: bool = False,
                   students: list[str] | None = None) -> Iterator[Outcome]:
     """Grade every submitted/<student>/<lesson>/ (of one lesson, of some students) in `jobs` processes,
@@ -272,10 +325,15 @@ def autograde_all(root: Path = ROOT, only: str | None = None, jobs: int = 1, uns
             gb.update_or_create_student(student)
     work = [(root, student, lesson, unsafe) for student, lesson in todo]
     jobs = min(jobs, len(work))  # a worker with nothing to grade would still import nbgrader (seconds)
-    outcomes = map(_grade_job, work) if jobs <= 1 else in_parallel(work, jobs)
-    for outcome in outcomes:
-        record(root, outcome)
-        yield outcome
+    put_back_interrupted(root)  # what a run stopped by a reboot left
+    outcomes = one_at_a_time(work) if jobs <= 1 else in_parallel(work, jobs)
+    try:
+        for outcome in outcomes:
+            record(root, outcome)
+            yield outcome
+    finally:
+        outcomes.close()  # a run stopped early (Ctrl-C) ends its workers first
+        put_back_interrupted(root)
 
 
 def in_parallel(work: list[tuple[Path, str, str, bool]], jobs: int) -> Iterator[Outcome]:
@@ -285,8 +343,11 @@ def in_parallel(work: list[tuple[Path, str, str, bool]], jobs: int) -> Iterator[
     a worker is handed the next submission the moment it finishes one.
     """
     todo, finished = deque(work), queue.SimpleQueue()
-    # Fresh interpreters: nbgrader and SQLAlchemy state must not be shared through fork.
-    pool = ProcessPoolExecutor(jobs - 1, mp_context=multiprocessing.get_context("spawn"))
+    # Fresh interpreters: nbgrader and SQLAlchemy state must not be shared through fork. A Ctrl-C in the
+    # terminal reaches the workers too: this process ends them instead, since nbgrader would only fail their
+    # submission, and an idle worker print a traceback.
+    pool = ProcessPoolExecutor(jobs - 1, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
 
     def hand_out(previous: Future | None = None) -> None:
         """Give a worker the next submission; runs again, in the pool's thread, as each one finishes."""
@@ -306,6 +367,10 @@ def in_parallel(work: list[tuple[Path, str, str, bool]], jobs: int) -> Iterator[
                 with suppress(IndexError):
                     job = todo.popleft()
             yield _grade_job(job) if job else finished.get().result()
+    except BaseException:  # Ctrl-C, or the run closed early: stop at once, not after every worker's submission
+        for worker in multiprocessing.active_children():
+            worker.kill()  # its kernel dies with it (bwrap's --die-with-parent, ipykernel's parent check)
+        raise
     finally:
         pool.shutdown(cancel_futures=True)
 

@@ -136,10 +136,12 @@ def lesson_names(root: Path = ROOT) -> list[str]:
 
 
 def submissions(root: Path = ROOT, folder: str = "submitted", only: str | None = None) -> list[tuple[str, str]]:
-    """(student, lesson) for every folder <folder>/<student>/<lesson>/, or only those of one lesson."""
+    """(student, lesson) for every folder <folder>/<student>/<lesson>/, or only those of one lesson. Hidden
+    folders are no one's (Jupyter's .ipynb_checkpoints, autograde's copies of the submissions it is grading)."""
     base = Path(root) / folder
     if not base.is_dir():
         return []
     return [(student.name, lesson.name)
-            for student in sorted(base.iterdir()) if student.is_dir()
-            for lesson in sorted(student.iterdir()) if lesson.is_dir() and only in (None, lesson.name)]
+            for student in sorted(base.iterdir()) if student.is_dir() and not student.name.startswith(".")
+            for lesson in sorted(student.iterdir())
+            if lesson.is_dir() and not lesson.name.startswith(".") and only in (None, lesson.name)]

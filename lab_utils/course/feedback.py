@@ -8,7 +8,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from lab_utils.course.autograde import Outcome, failure_reason, graded_copy, handed_in_again, score, statuses
+from lab_utils.course.autograde import (Outcome, failure_reason, graded_copy, handed_in_again, interrupted, score,
+                                       statuses)
 from lab_utils.course.config import api, submissions
 from lab_utils.paths import ROOT
 
@@ -42,6 +43,8 @@ def feedback_all(root: Path = ROOT, only: str | None = None,
         problem = stale(root, student, lesson, last.get((student, lesson), {}))
         if not problem:
             result = grader.generate_feedback(lesson, student)
+            if interrupted(result):
+                raise KeyboardInterrupt
             problem = None if result["success"] else f"nbgrader failed ({failure_reason(result)})"
         notes = []
         if not problem:

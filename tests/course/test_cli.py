@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 from nbgrader.dbutil import write_alembic_ini
 
-from coursetools import NBGRADER, course_cli, new_course
-from lab_utils.course import sandbox
-from lab_utils.course.autograde import points
+from coursetools import NBGRADER, course_cli, interrupted_nbgrader, new_course
+from lab_utils.course import autograde, sandbox
+from lab_utils.course.autograde import points, statuses
 from lab_utils.course.__main__ import main
 from lab_utils.course.config import gradebook, late_penalty, load, schema_revision
 from lab_utils.course.export import canvas_table
 from lab_utils.paths import ROOT
-from nbtools import LESSONS
+from nbtools import LESSONS, notebook_path
 
 
 @pytest.mark.parametrize("command", [["release"], ["autograde"], ["feedback"], ["grades"], ["publish", "students"]])
@@ -101,6 +101,27 @@ def test_backups_are_dated_copies_of_the_gradebook_as_committed(tmp_path, capsys
     for copy in said:
         with closing(sqlite3.connect(tmp_path / copy)) as backed_up:
             assert backed_up.execute("select * from grade").fetchall() == [("ada", 4.5)]
+
+
+def test_ctrl_c_stops_autograde_at_once_and_leaves_the_submission_as_it_was(tmp_path, capsys, monkeypatch):
+    """nbgrader takes a Ctrl-C for a failure of the submission it was grading, and removes its autograded copy."""
+    root = new_course(tmp_path, [LESSONS[0]])
+    for student in ("ada", "bob"):
+        shutil.copytree(notebook_path("lessons", LESSONS[0], root).parent, root / "submitted" / student / LESSONS[0])
+    graded = notebook_path("autograded/ada", LESSONS[0], root)
+    graded.parent.mkdir(parents=True)
+    graded.write_text("the copy an earlier autograde wrote")
+    (root / "feedback" / "ada" / LESSONS[0]).mkdir(parents=True)
+    calls = []
+    monkeypatch.setattr(autograde, "api", interrupted_nbgrader(calls))
+    assert main(["autograde", "--root", str(root), "--unsafe"]) == 130
+    assert calls == [("ada", LESSONS[0])], "nothing is graded after the interrupt"
+    assert capsys.readouterr().err == ("autograde: interrupted after 0 submissions, whose outcomes are kept: run the "
+                                       "same command again to go on\n")
+    assert statuses(root) == {}, "the interrupted submission did not fail"
+    assert graded.read_text() == "the copy an earlier autograde wrote"
+    assert (root / "feedback" / "ada" / LESSONS[0]).is_dir(), "its feedback stays"
+    assert [p.name for p in (root / "autograded").iterdir()] == ["ada"]
 
 
 def test_a_new_gradebook_carries_the_revision_alembic_heads_names(tmp_path, monkeypatch):
