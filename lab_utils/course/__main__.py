@@ -67,6 +67,20 @@ def report(command: str, outcomes: list[autograde.Outcome]) -> int:
     return 1 if failed else 0
 
 
+def unknown_names(root: Path, args: argparse.Namespace) -> str | None:
+    """Why --lesson or --student names nothing to work on (a typo would else do nothing, and succeed); None if
+    both are known."""
+    if args.lesson and args.lesson not in config.lesson_names(root):
+        return f"no lesson is called {args.lesson!r}: the lessons are {', '.join(config.lesson_names(root))}"
+    folders = ["submitted"] + (["autograded"] if args.command == "feedback" else [])
+    known = sorted({student for folder in folders for student, _ in config.submissions(root, folder)})
+    missing = [student for student in args.student or [] if student not in known]
+    if missing:
+        return (f"no student {', '.join(map(repr, missing))} in {' or '.join(f'{f}/' for f in folders)}: the students "
+                f"there are {', '.join(known) or 'none yet'}")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     root = args.root.resolve()
@@ -100,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         publish.publish(root, args.dest.resolve())
         print(f"published the students' repository in {args.dest}")
         return 0
+    if args.command in ("autograde", "feedback") and (unknown := unknown_names(root, args)):
+        print(unknown, file=sys.stderr)
+        return 2
     if args.command == "autograde":
         if not (args.unsafe or sandbox.available()):
             print("bubblewrap is not installed (apt-get install bubblewrap): without it student code would "

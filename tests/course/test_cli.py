@@ -103,6 +103,23 @@ def test_backups_are_dated_copies_of_the_gradebook_as_committed(tmp_path, capsys
             assert backed_up.execute("select * from grade").fetchall() == [("ada", 4.5)]
 
 
+@pytest.mark.parametrize("command", ["autograde", "feedback"])
+@pytest.mark.parametrize("given, said", [
+    (["--lesson", "01_naive_memry"], f"no lesson is called '01_naive_memry': the lessons are {LESSONS[0]}, {LESSONS[1]}"),
+    (["--student", "ada", "--student", "adaa"], "no student 'adaa' in submitted/{or_autograded}: the students there "
+                                                "are ada, bob"),
+])
+def test_a_lesson_or_student_that_does_not_exist_is_named(tmp_path, capsys, command, given, said):
+    for lesson in LESSONS[:2]:
+        (tmp_path / "solutions" / lesson).mkdir(parents=True)
+    for student in ("ada", "bob"):
+        (tmp_path / "submitted" / student / LESSONS[0]).mkdir(parents=True)
+    unsafe = ["--unsafe"] if command == "autograde" else []  # no sandbox needed to refuse
+    assert main([command, *given, "--root", str(tmp_path), *unsafe]) == 2
+    or_autograded = " or autograded/" if command == "feedback" else ""
+    assert capsys.readouterr().err == said.format(or_autograded=or_autograded) + "\n"
+
+
 def test_ctrl_c_stops_autograde_at_once_and_leaves_the_submission_as_it_was(tmp_path, capsys, monkeypatch):
     """nbgrader takes a Ctrl-C for a failure of the submission it was grading, and removes its autograded copy."""
     root = new_course(tmp_path, [LESSONS[0]])
