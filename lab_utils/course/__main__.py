@@ -90,11 +90,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # nbgrader's own gradebook code trips this SQLAlchemy warning on every submission; it is noise.
     warnings.filterwarnings("ignore", category=SAWarning)
+    # A damaged gradebook would end each command in a traceback of SQLAlchemy's, and its backup replace a sound one.
+    if args.command != "publish" and (damaged := config.gradebook_damaged(root)):
+        print(damaged, file=sys.stderr)
+        return 2
     if args.command == "release":
         for name in release(root):
             print(f"released lessons/{name}")
         return 0
     if args.command == "grades":
+        if missing := config.gradebook_missing(root):  # nbgrader would create an empty one, and blank the LMS file
+            print(missing, file=sys.stderr)
+            return 2
         from lab_utils.course import export, grades  # pandas and matplotlib: half a second no other command pays
 
         table = grades.write_grades(root)

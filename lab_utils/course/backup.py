@@ -10,14 +10,16 @@ from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 
+from lab_utils.course.config import gradebook_missing
+
 FOLDER = "backups"
 
 
 def backup(root: Path) -> Path:
     """Copy root/gradebook.db to root/backups/gradebook-<date>-<time>.db, never over an earlier copy."""
     source = Path(root) / "gradebook.db"
-    if not source.exists():
-        raise FileNotFoundError(f"{source} does not exist yet: `make release` creates the gradebook")
+    if missing := gradebook_missing(root):
+        raise FileNotFoundError(missing)
     folder = Path(root) / FOLDER
     folder.mkdir(exist_ok=True)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

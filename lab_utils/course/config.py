@@ -8,6 +8,8 @@ command loads it with traitlets, as the bare `nbgrader` command does, so they al
 from __future__ import annotations
 
 import functools
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import nbgrader.api
@@ -100,6 +102,27 @@ def api(root: Path = ROOT, config: Config | None = None) -> NbGraderAPI:
 
 def gradebook(root: Path = ROOT) -> Gradebook:
     return Gradebook(gradebook_url(root))
+
+
+def gradebook_missing(root: Path) -> str | None:
+    path = Path(root) / "gradebook.db"
+    return None if path.exists() else f"{path} does not exist yet: `make release` creates the gradebook"
+
+
+def gradebook_damaged(root: Path) -> str | None:
+    """What SQLite finds wrong in the gradebook, as a line that says what to do; None if it is sound or absent."""
+    path = Path(root) / "gradebook.db"
+    if not path.exists():
+        return None
+    try:
+        with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+            found = [row[0] for row in db.execute("PRAGMA integrity_check")]
+    except sqlite3.DatabaseError as error:
+        found = [str(error)]
+    if found == ["ok"]:
+        return None
+    return (f"{path} is damaged ({found[0]}): copy the latest sound backup (backups/) to gradebook.db, then "
+            "`make autograde` again for the submissions graded since")
 
 
 def late_penalty(root: Path = ROOT) -> BasePlugin:

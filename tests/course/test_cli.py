@@ -103,6 +103,41 @@ def test_backups_are_dated_copies_of_the_gradebook_as_committed(tmp_path, capsys
             assert backed_up.execute("select * from grade").fetchall() == [("ada", 4.5)]
 
 
+def damage(gradebook_file):
+    """Overwrite pages in the middle of an SQLite file, as a crash or a disk fault would."""
+    with open(gradebook_file, "r+b") as db:
+        db.seek(4096)
+        db.write(b"\x42" * 4096 * 4)
+
+
+def test_a_damaged_gradebook_stops_every_command_and_is_never_backed_up(tmp_path, capsys):
+    (tmp_path / "solutions").mkdir()
+    gradebook(tmp_path).close()
+    assert main(["backup", "--root", str(tmp_path)]) == 0
+    earlier = sorted((tmp_path / "backups").iterdir())
+    damage(tmp_path / "gradebook.db")
+    capsys.readouterr()
+    for command in ("backup", "grades", "autograde", "feedback", "release"):
+        assert main([command, "--root", str(tmp_path)]) == 2, command
+        said = capsys.readouterr()
+        assert said.out == ""
+        assert said.err == (f"{tmp_path / 'gradebook.db'} is damaged (database disk image is malformed): copy the "
+                            "latest sound backup (backups/) to gradebook.db, then `make autograde` again for the "
+                            "submissions graded since\n")
+    assert sorted((tmp_path / "backups").iterdir()) == earlier, "the last backup is still the sound one"
+
+
+def test_grades_without_a_gradebook_refuse_and_leave_the_lms_file(tmp_path, capsys):
+    (tmp_path / "solutions" / LESSONS[0]).mkdir(parents=True)
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
+    (tmp_path / "grades_canvas.csv").write_text("the grades sent last week\n")
+    assert main(["grades", "--root", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (f"{tmp_path / 'gradebook.db'} does not exist yet: `make release` creates the "
+                                       "gradebook\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grades_canvas.csv", "nbgrader_config.py", "solutions"]
+    assert (tmp_path / "grades_canvas.csv").read_text() == "the grades sent last week\n"
+
+
 @pytest.mark.parametrize("command", ["autograde", "feedback"])
 @pytest.mark.parametrize("given, said", [
     (["--lesson", "01_naive_memry"], f"no lesson is called '01_naive_memry': the lessons are {LESSONS[0]}, {LESSONS[1]}"),
