@@ -56,3 +56,20 @@ def test_doc_commands_run_as_written(page, tmp_path):
     run = subprocess.run(["bash", "-c", "\n".join(script)], cwd=root, env=env, capture_output=True, text=True)
     assert run.returncode == 0, f"{page}: a command failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     assert (root / "grades.csv").exists() and (root / "grades_canvas.csv").exists()
+
+
+def test_a_command_that_removes_an_environment_makes_it_again():
+    """A reader who removes a `.venv` and goes on with the next command finds `.venv/bin/…` gone."""
+    for page in PAGES:
+        for line in (ROOT / page).read_text(encoding="utf-8").splitlines():
+            removal = re.search(r"rm -rf \S*\.venv\b", line)
+            if removal:
+                assert re.search(r"\bmake \w", line[removal.end():]), f"{page}: {line}"
+
+
+def test_recovering_a_lost_gradebook_enters_the_due_dates_again():
+    """`make release` creates a gradebook without due dates, which nbgrader keeps nowhere else: a recovery that
+    does not enter them again takes every late penalty away without a word."""
+    text = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
+    recovery = re.search(r"^- \*\*A lost gradebook\*\*.*?(?=^- |^#)", text, re.M | re.S)[0]
+    assert re.search(r"nbgrader db assignment add \S+ --duedate=", recovery)
