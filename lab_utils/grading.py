@@ -16,7 +16,7 @@ tuple, set, dict or a pandas object) a subclass of its own of a built-in type th
 behaves, nor an object of a class of its own that decides how it compares (a list or an object
 equal to everything would pass every `==` of the tests, or one that says it is of another class),
 nor raise an error whose message is such a string; nor run a copy of a reference's code built at
-run time (`exec(inspect.getsource(reference))`, its code given a cell's name, other local names or
+run time (`exec(inspect.getsource(reference))`, its code given a cell's name, other names or
 constants), which no cell of the notebook shows as it compiles, on any thread it starts; nor start
 another process, where the reference runs unwatched; nor read the test that called it, through its frames
 or wherever the kernel keeps its text (every call is watched, and IPython's input history holds no text
@@ -614,7 +614,7 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], pa
     """A profile function that notes (in `tripped`) a search with a reference's compiled pattern, which
     is switched off where it is kept but may have been kept aside before, or compiled again from its
     text; (in `copied`) each run of a reference's code, or of a copy of its
-    source compiled again or of its code with other local names or constants, that is not in a cell of
+    source compiled again or of its code with other names or constants, that is not in a cell of
     the notebook as the cell's text compiles: while the tripwires are set, that is a copy of it, never
     the reference itself; (in `switched_off`) a call that would replace the watch, start a thread
     without it or start another process, from code other than this module's and threading's; and (in
@@ -622,11 +622,9 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], pa
     test's too), IPython's input history or Python's gc (which find the test's text) read, from code that
     is not installed."""
     shapes = {shape: dotted for dotted, reference in references for shape in _copy_shapes(reference)}
-    # The same instructions and names with other variables or constants: locals renamed, a docstring reworded.
-    alike = {shape[:2]: dotted for shape, dotted in shapes.items()}
-    first_ops = {shape[0] for shape in shapes}  # a quick test before the whole shape
-    # The reference's own code with other global names: it still names the reference's file, line and name.
-    places = {_place(reference.__code__): dotted for dotted, reference in references}
+    # The same instructions with other names, variables or constants: globals or locals renamed, a docstring
+    # reworded, the reference's code given other names (code.replace). Also a quick test before the whole shape.
+    alike = {shape[0]: dotted for shape, dotted in shapes.items()}
     sealed = _SEALED
     label = references[0][0] if references else "lab_utils"
     setting = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
@@ -648,7 +646,7 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], pa
             code = frame.f_code
             if id(code) in handing and not _installed(frame.f_back.f_code.co_filename):
                 peeked.append(handing[id(code)])
-            if code.co_code in first_ops and (dotted := _copy_of(code, shapes, alike, places)) is not None \
+            if code.co_code in alike and (dotted := _copy_of(code, shapes, alike)) is not None \
                     and not _written_in_a_cell(code, cells, sealed):
                 copied.append(dotted)
         elif event == "c_call":
@@ -674,19 +672,14 @@ def _methods(cls: type) -> list[FunctionType]:
     return [f for f in found if isinstance(f, FunctionType)]
 
 
-def _copy_of(code: CodeType, shapes: dict, alike: dict, places: dict) -> str | None:
-    """The reference that `code` is a copy of, or None: its shape, its instructions at the reference's place,
-    or its instructions and names with other local variables or constants, unless it is what an installed
-    file compiles to (a library's function that differs from the reference only in those)."""
-    shape = _shape(code)
-    if (dotted := shapes.get(shape) or places.get(_place(code))) is not None:
+def _copy_of(code: CodeType, shapes: dict, alike: dict) -> str | None:
+    """The reference that `code` is a copy of, or None: its shape, or its instructions with other names,
+    local variables or constants, unless it is what an installed file compiles to (a library's function
+    that differs from the reference only in those)."""
+    if (dotted := shapes.get(_shape(code))) is not None:
         return dotted
-    dotted = alike.get(shape[:2])
-    return None if dotted is None or _compiled_from_its_file(code) else dotted
-
-
-def _place(code: CodeType) -> tuple[str, int, str]:
-    return code.co_filename, code.co_firstlineno, code.co_name
+    dotted = alike[code.co_code]
+    return None if _compiled_from_its_file(code) else dotted
 
 
 def _running_beside() -> str | None:

@@ -175,6 +175,13 @@ COPIED_AT_RUN_TIME = {
                                   "_r = types.FunctionType(c.replace(co_names=names), {n: getattr(q, n[:-1], None) "
                                   "for n in names})\n"
                                   "def format_recall(ms):\n    return _r(ms)\n",
+    # And one's: its file compiled again under another name, the code's global names renamed.
+    "its file compiled again, a global renamed": "import lab_utils.memory as q\n"
+        "unit = compile(open(q.__file__).read(), 'notes', 'exec')\n"
+        "c = next(k for k in unit.co_consts if getattr(k, 'co_name', '') == 'format_recall')\n"
+        "names = tuple(n + '_' for n in c.co_names)\n"
+        "_r = type(lambda: 0)(c.replace(co_names=names), {n: getattr(q, n[:-1], None) for n in names})\n"
+        "def format_recall(ms):\n    return _r(ms)\n",
     # An outside cheater's too: the reference's text with its local names renamed, run by a profiler.
     "its source, its local names renamed": "import inspect, lab_utils.memory as q\n"
                                            "from lab_utils.memory import Memory, NOTHING\n"
