@@ -557,14 +557,7 @@ def _shape(code: CodeType) -> tuple:
     """What a copy of `code` compiled anywhere shares with it: not its file nor its line numbers.
     It runs inside the watch, so it runs no code of the notebook's (a constant's __repr__ or __hash__
     could switch the watch off): it reads only constants a compiler makes."""
-    return code.co_code, _names_used(code), code.co_varnames, tuple(map(_constant, code.co_consts))
-
-
-def _names_used(code: CodeType) -> tuple[str, ...]:
-    """The global and attribute names its instructions use, in order: a name added to those the code
-    lists (co_names), which no instruction uses, makes no other code."""
-    bare = code.replace(co_consts=(None,) * len(code.co_consts))  # dis would repr the notebook's constants
-    return tuple(op.argval for op in dis.get_instructions(bare) if op.opcode in dis.hasname)
+    return code.co_code, code.co_names, code.co_varnames, tuple(map(_constant, code.co_consts))
 
 
 def _constant(value) -> object:
