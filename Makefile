@@ -59,9 +59,9 @@ feedback: $(READY)  ## HTML feedback per student and lesson, in feedback/
 grades: $(READY)  ## grades.csv, grades_canvas.csv (LMS), where the class lost points: grades_by_exercise.*
 	$(BIN)/python -m lab_utils.course grades $(COURSE)
 
-student-repo: $(READY)  ## the students' repository, without answers: make student-repo DIR=../lab-students
+student-repo: $(READY)  ## the students' repository, without answers: make student-repo DIR=../lab-students [URL=…]
 	$(if $(DIR),,$(error say where: make student-repo DIR=../lab-students))
-	$(BIN)/python -m lab_utils.course publish $(COURSE) $(DIR)
+	$(BIN)/python -m lab_utils.course publish $(COURSE) $(DIR) $(if $(URL),--url $(URL))
 
 # The bench extra (bm25s, the reference beside store recall) on top of what $(READY) installed.
 $(BENCH_READY): $(READY)

@@ -17,16 +17,12 @@ from pathlib import Path
 
 import nbformat
 
+from lab_utils.course.publish import repository_url
+
 ROOT = Path(__file__).resolve().parent.parent
 CELL_ID = "colab-install"
 MARKERS = ("<!-- written by scripts/colab_cells.py from pyproject.toml's Repository -->",
            "<!-- end of what scripts/colab_cells.py writes -->")
-
-
-def repository_url(root: Path = ROOT) -> str:
-    """The course's repository, from pyproject.toml: the one place it is written."""
-    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return project["urls"]["Repository"].rstrip("/")
 
 
 # Colab's runtime already has pandas, matplotlib, pydantic, tqdm and Jupyter; installing the course's

@@ -4,7 +4,7 @@
     python -m lab_utils.course autograde [--jobs N]    # every submitted/<student>/<lesson>/, sandboxed
     python -m lab_utils.course feedback                # HTML per student and lesson in feedback/
     python -m lab_utils.course grades                  # grades.csv, grades_canvas.csv, grades_by_exercise.*
-    python -m lab_utils.course publish DEST            # the students' repository, without the answers
+    python -m lab_utils.course publish DEST [--url U]  # the students' repository, without the answers
     python -m lab_utils.course backup                  # a dated copy of gradebook.db in backups/
 
 Every command takes `--root PATH` (default: this repository) and reads PATH/nbgrader_config.py.
@@ -48,6 +48,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     commands.add_parser("grades", parents=[common], help="grades.csv and the LMS file")
     publish = commands.add_parser("publish", parents=[common], help="the students' repository, in DEST")
     publish.add_argument("dest", type=Path, help="a new or empty folder")
+    publish.add_argument("--url", help="where the students' repository will be published (git URL): what each "
+                                       "lesson's Colab cell installs from")
     commands.add_parser("backup", parents=[common], help="a dated copy of gradebook.db in backups/")
     return parser.parse_args(argv)
 
@@ -118,8 +120,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return 0
     if args.command == "publish":
-        publish.publish(root, args.dest.resolve())
+        publish.publish(root, args.dest.resolve(), args.url)
         print(f"published the students' repository in {args.dest}")
+        if not args.url:
+            print(f"  its lessons' Colab cells install the course from {publish.repository_url(root)}, this course's "
+                  "repository: give the students' own (make student-repo URL=...) if students cannot reach it")
         return 0
     if args.command in ("autograde", "feedback") and (unknown := unknown_names(root, args)):
         print(unknown, file=sys.stderr)

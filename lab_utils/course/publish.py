@@ -10,7 +10,10 @@ any other non-empty folder is refused.
 from __future__ import annotations
 
 import shutil
+import tomllib
 from pathlib import Path
+
+from lab_utils.paths import ROOT
 
 MARKER = ".students-repository"  # a publish writes it; only such a folder is ever overwritten
 COPIED = ("lessons", "data", "lab_utils", "jupyter_config", "environment.yml", "postBuild",
@@ -113,8 +116,22 @@ Notebooks write only to `work/` (`LAB_WORK_DIR` moves it).
 """
 
 
-def publish(root: Path, dest: Path) -> None:
-    """Write the students' repository from the course in `root` into `dest`."""
+def repository_url(root: Path = ROOT) -> str:
+    """The course's repository (pyproject.toml's Repository), whence each lesson's Colab cell installs it."""
+    project = tomllib.loads((Path(root) / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return project["urls"]["Repository"].rstrip("/")
+
+
+def repoint(dest: Path, old: str, new: str) -> None:
+    """The students' repository's own address, where the course's was: in pyproject.toml, and in each
+    lesson's Colab cell, which installs the course from it."""
+    for path in [dest / "pyproject.toml", *sorted((dest / "lessons").glob("*/*.ipynb"))]:
+        path.write_text(path.read_text(encoding="utf-8").replace(old, new.rstrip("/")), encoding="utf-8")
+
+
+def publish(root: Path, dest: Path, url: str | None = None) -> None:
+    """Write the students' repository from the course in `root` into `dest`; `url`, where it will be
+    published, is where Colab installs the course from (the course's own repository if None)."""
     root, dest = Path(root), Path(dest)
     missing = [name for name in COPIED if not (root / name).exists()]
     if missing:
@@ -133,6 +150,8 @@ def publish(root: Path, dest: Path) -> None:
             shutil.copytree(source, dest / name, ignore=SKIPPED)
         else:
             shutil.copy2(source, dest / name)
+    if url:
+        repoint(dest, repository_url(root), url)
     for name, text in (("README.md", README), ("Makefile", MAKEFILE), (".gitignore", GITIGNORE),
                        (MARKER, "Written by `python -m lab_utils.course publish`; the next publish replaces it.\n")):
         (dest / name).write_text(text, encoding="utf-8")

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from setuptools import find_packages
 
-from lab_utils.course.publish import MARKER, publish
+from lab_utils.course.publish import MARKER, publish, repository_url
 from lab_utils.paths import ROOT
 from nbtools import execute, notebook_path, stray_errors
 
@@ -120,3 +120,14 @@ def test_only_an_earlier_publish_is_overwritten(published, tmp_path):
     publish(ROOT, published)
     assert (published / MARKER).exists() and (published / ".git").is_dir()
     assert not (published / "lessons" / "stale.ipynb").exists()
+
+
+def test_colab_installs_from_the_students_repository_when_given(tmp_path):
+    """The course's own repository holds the answers: students may not reach it."""
+    course, theirs = repository_url(), "https://example.org/class-of-2027/memory-lab.git"
+    publish(ROOT, tmp_path, url=theirs)
+    texts = published_text(tmp_path)
+    assert not [path for path, text in texts.items() if course in text], "the course's address is left"
+    lesson = nbformat.read(notebook_path("lessons", "01_naive_memory", tmp_path), as_version=4)
+    assert f"git+{theirs}" in next(c.source for c in lesson.cells if c.cell_type == "code")
+    assert repository_url(tmp_path) == theirs
