@@ -284,14 +284,21 @@ def graded_for(cells: list, marked: dict[str, float | None]) -> dict[str, tuple]
 
 def keep_hand_grades(root: Path, student: str, lesson: str, before: dict[str, tuple]) -> None:
     """nbgrader asks again for every hand grade after a regrade; one stands while what it was given
-    for is unchanged (the same answer, graded again after a test was fixed)."""
+    for is unchanged (the same answer, graded again after a test was fixed). The others are removed:
+    nbgrader would keep counting them, and show them in feedback, while asking for a new grade."""
     if not before:
         return
     now = hand_grades(root, student, lesson)
     with gradebook(root) as gb:
         for g in gb.find_submission_notebook(lesson, lesson, student).grades:
-            if g.needs_manual_grade and g.name in before and now.get(g.name) == before[g.name]:
+            if not (g.needs_manual_grade and g.name in before):
+                continue
+            if now.get(g.name) == before[g.name]:
                 g.needs_manual_grade = False
+            else:
+                g.manual_score = g.extra_credit = None
+                with suppress(MissingEntry):  # what the grader wrote of the earlier answer
+                    gb.find_comment(g.name, lesson, lesson, student).manual_comment = None
         gb.db.commit()
 
 
