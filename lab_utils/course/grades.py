@@ -2,6 +2,7 @@
 
 `status` is `graded`, `needs hand grading (N points)`, `not graded: <reason>`,
 `flagged: <reason>` (tampering, or a near-copy for a person to review) or `no submission`.
+A submission in a folder not named as its lesson is not graded; the row of the lesson it is for says where it is.
 Points come from the gradebook; a submission whose last autograde failed, or that was handed in
 again since it was graded, shows no points, whatever an earlier run left there.
 grades_by_exercise.csv and .png show where the class lost points.
@@ -9,6 +10,7 @@ grades_by_exercise.csv and .png show where the class lost points.
 
 from __future__ import annotations
 
+import difflib
 import math
 from pathlib import Path
 
@@ -43,6 +45,36 @@ def _in_short(flags: list[str]) -> list[str]:
             short.append(flag)
     return [f"{cells[0]}{f' and {len(cells) - 1} more test cells' if len(cells) > 1 else ''} "
             f"did not run as released: {why}" for why, cells in cells_by_reason.items()] + short
+
+
+def misplaced(root: Path, lessons: list[str]) -> dict[str, list[tuple[str, str | None]]]:
+    """student -> (folder, the lesson it is meant for, or None) of each submitted/<student>/<folder>/ that no lesson
+    is called: autograde cannot grade it, and the lesson's row would otherwise say there is no submission."""
+    found: dict[str, list[tuple[str, str | None]]] = {}
+    for student, folder in submissions(root):
+        if folder not in lessons:
+            found.setdefault(student, []).append((folder, meant_for(root / "submitted" / student / folder, lessons)))
+    return found
+
+
+def meant_for(folder: Path, lessons: list[str]) -> str | None:
+    """The lesson whose notebook a misnamed submission folder holds, else the one its name is close to."""
+    held = sorted(p.stem for p in folder.glob("*.ipynb") if p.stem in lessons)
+    return (held or difflib.get_close_matches(folder.name, lessons, n=1, cutoff=0.8) or [None])[0]
+
+
+def point_to_misplaced(rows: list[dict], student: str, folder: str, lesson: str | None) -> None:
+    """Say where the student's misnamed folder is: as the status of the lesson it is meant for when that row has
+    no submission of its own, else in the notes (of every row of the student's when no lesson is recognised)."""
+    where = f"submitted/{student}/{folder}/ is not named as a lesson of lessons/"
+    for row in rows:
+        if row["student"] != student or lesson not in (None, row["lesson"]):
+            continue
+        if lesson and row["status"] == "no submission":
+            row.update(score=math.nan, auto_score=math.nan,
+                       status=f"not graded: {where}: rename it to submitted/{student}/{lesson}/, then `make autograde`")
+        else:
+            row["notes"] = "; ".join(filter(None, [row["notes"], f"{where}, and is not graded"]))
 
 
 def grade_table(root: Path = ROOT) -> pd.DataFrame:
@@ -92,6 +124,9 @@ def grade_table(root: Path = ROOT) -> pd.DataFrame:
                     waiting = [f"{p.waiting:g} points wait for hand grading"] if p.waiting else []
                     row["status"] = f"flagged: {'; '.join(_in_short(flags) + waiting)}"
                     row["notes"] = "; ".join(filter(None, [row["notes"], *flags]))
+    for student, folders in misplaced(root, lessons).items():
+        for folder, lesson in folders:
+            point_to_misplaced(rows, student, folder, lesson)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

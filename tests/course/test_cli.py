@@ -18,6 +18,7 @@ from lab_utils.course.autograde import points, statuses
 from lab_utils.course.__main__ import main
 from lab_utils.course.config import gradebook, late_penalty, load, schema_revision
 from lab_utils.course.export import canvas_table
+from lab_utils.course.grades import grade_table
 from lab_utils.paths import ROOT
 from nbtools import LESSONS, notebook_path
 
@@ -210,3 +211,20 @@ def test_only_final_grades_reach_the_lms():
     assert canvas.loc["Points Possible", "01"] == 8 and canvas.loc["Points Possible", "02"] == 9
     assert canvas.loc["Lovelace, Ada", "01"] == 7 and canvas.loc["Lovelace, Ada", "SIS Login ID"] == "ada"
     assert canvas[["01", "02"]].drop(index=["Points Possible"]).notna().sum().sum() == 1
+
+
+def test_a_submission_in_a_misnamed_folder_is_pointed_to_in_grades(tmp_path):
+    """autograde cannot grade it (no lesson is called so); grades.csv would show the lesson as not handed in."""
+    root = new_course(tmp_path, [LESSONS[0]])
+    released = notebook_path("lessons", LESSONS[0], root)
+    for student, folder, name in [("judy", "01-naive-memory", released.name), ("ivy", "09_missing_lesson", "x.ipynb")]:
+        (root / "submitted" / student / folder).mkdir(parents=True)
+        shutil.copy(released, root / "submitted" / student / folder / name)
+    table = grade_table(root).set_index("student")
+    assert table.loc["judy", "status"] == ("not graded: submitted/judy/01-naive-memory/ is not named as a lesson "
+                                           f"of lessons/: rename it to submitted/judy/{LESSONS[0]}/, then "
+                                           "`make autograde`")
+    assert pd.isna(table.loc["judy", "score"])
+    assert table.loc["ivy", "status"] == "no submission"
+    assert table.loc["ivy", "notes"] == ("submitted/ivy/09_missing_lesson/ is not named as a lesson of lessons/, "
+                                         "and is not graded")
