@@ -50,8 +50,9 @@ INSTRUCTOR_FOLDERS = ("solutions", "submitted", "autograded", "feedback")
 AFTER_WALL = 1  # seconds a cell may run once the notebook is past c.Sandbox.wall_seconds
 # What each error means when the sandbox or the timeout stopped a cell.
 STOPPED = {
-    "CellTimeoutError": "a cell ran past the per-cell timeout, or the notebook past c.Sandbox.wall_seconds, and was "
-                        "interrupted",
+    # SandboxedExecute's timeout errors name the limit that ran out.
+    "c.Execute.timeout": "the cell ran past its time (c.Execute.timeout) and was interrupted",
+    "c.Sandbox.wall_seconds": "the notebook ran past its time in all (c.Sandbox.wall_seconds): the cell was interrupted",
     "MemoryError": "the memory cap stopped an allocation",
     "Read-only file system": "a write outside /tmp was refused (the sandbox is read-only elsewhere)",
     # The graded notebook (hidden tests put back) and the system's secrets are devices on a nodev mount.
@@ -273,12 +274,23 @@ class SandboxedExecute(Execute):
         self.timeout_func = self._time_left
 
     def preprocess(self, nb, resources=None, km=None):
-        self._deadline = time.monotonic() + Sandbox(parent=self).wall_seconds
+        self._wall_seconds = Sandbox(parent=self).wall_seconds
+        self._deadline = time.monotonic() + self._wall_seconds
         return super().preprocess(nb, resources, km)
 
     def _time_left(self, cell) -> float:
         """The per-cell timeout, or what is left of the notebook's time; AFTER_WALL once that is spent."""
         return max(min(self.timeout, self._deadline - time.monotonic()), AFTER_WALL)
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        """nbgrader's timeout error ("No reply from kernel before timeout"), saying which limit ran out."""
+        reply = await super()._async_handle_timeout(timeout, cell)
+        if reply:
+            limit = (f"the notebook ran past c.Sandbox.wall_seconds ({self._wall_seconds} s in all)"
+                     if timeout < self.timeout else f"the cell ran past c.Execute.timeout ({self.timeout} s)")
+            reply["content"] = {**reply["content"], "evalue": limit,
+                                "traceback": [f"\x1b[0;31m{reply['content']['ename']}\x1b[0m: {limit}"]}
+        return reply
 
     def preprocess_cell(self, cell, resources, index):
         cell, resources = super().preprocess_cell(cell, resources, index)
