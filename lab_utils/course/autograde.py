@@ -45,6 +45,9 @@ KERNEL_LOGS = "autograde_logs"  # <student>/<lesson>.log: what each submission's
 # way, put back when the run stops midway. nbgrader removes the copy of a submission it was interrupted on, and
 # the copy holds what each hand grade was given for.
 BEING_GRADED = ".being_graded"
+# Points after a late penalty, as a gradebook shows them: a share of a score carries float noise
+# (8 * 0.3 is 2.4000000000000004).
+POINT_DECIMALS = 2
 
 
 @dataclass(frozen=True)
@@ -68,8 +71,8 @@ def points(s: SubmittedAssignment, late: BasePlugin) -> Score:
     if s.total_seconds_late > 0:
         penalty = sum(min(nb.score, max(0.0, late.late_submission_penalty(s.student.id, nb.score, s.total_seconds_late)
                                         or 0.0)) for nb in s.notebooks)
-    return Score(s.score - penalty, s.max_score, s.code_score, s.max_code_score, penalty, s.total_seconds_late,
-                 waiting)
+    return Score(round(s.score - penalty, POINT_DECIMALS), s.max_score, s.code_score, s.max_code_score,
+                 round(penalty, POINT_DECIMALS), s.total_seconds_late, waiting)
 
 
 def score(lesson: str, student: str, root: Path = ROOT) -> Score:

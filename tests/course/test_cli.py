@@ -83,6 +83,8 @@ def test_the_late_penalty_of_the_instructors_own_in_the_docs_is_applied(tmp_path
                                  code_score=8.0, max_code_score=10.0, total_seconds_late=1.5 * 86400)
     late = points(submission, late_penalty(tmp_path))
     assert (late.penalty, late.score) == pytest.approx((1.6, 6.4)), "two days begun: two tenths of 8 points"
+    later = points(SimpleNamespace(**{**vars(submission), "total_seconds_late": 51 * 3600}), late_penalty(tmp_path))
+    assert (later.penalty, later.score) == (2.4, 5.6), "shown without float noise (8 * 0.3 = 2.4000000000000004)"
 
 
 def test_backups_are_dated_copies_of_the_gradebook_as_committed(tmp_path, capsys):
