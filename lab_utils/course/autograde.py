@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import warnings
 from collections import deque
@@ -27,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
+from jsonschema.exceptions import best_match
+from nbformat.validator import get_validator
 from nbgrader.api import Gradebook, MissingEntry, SubmittedAssignment
 from nbgrader.plugins import BasePlugin
 from nbgrader.utils import is_solution, parse_utc
@@ -139,7 +142,7 @@ def precheck(student: str, lesson: str, root: Path, gb: Gradebook) -> str | None
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as error:  # a broken file can make nbformat raise almost anything
-        return f"{path.name} is not a valid notebook ({type(error).__name__}: {error})"
+        return f"{path.name} is not a valid notebook ({not_a_notebook(path, error)})"
     if problem := timestamp_problem(folder / "timestamp.txt"):
         return problem
     ids = [cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in nb.cells]
@@ -152,6 +155,22 @@ def precheck(student: str, lesson: str, root: Path, gb: Gradebook) -> str | None
     if answers:
         return f"answer cells deleted ({', '.join(answers)}): nbgrader cannot grade without them"
     return None
+
+
+def not_a_notebook(path: Path, error: Exception) -> str:
+    """What is wrong in a file nbformat could not read (`error`): when it is JSON, what the notebook format finds
+    wrong in it, since nbformat's own error is then often its reader's ("'int' object is not iterable")."""
+    try:
+        found = json.loads(path.read_bytes())
+    except ValueError:  # not JSON, or not text: nbformat says so
+        return f"{type(error).__name__}: {error}"
+    wrong_by_place: dict[str, list[str]] = {}
+    for found_wrong in get_validator(version=4, name="jsonschema").iter_errors(found):
+        wrong = best_match([found_wrong])  # of the kinds of cell a cell may be, the one it came closest to
+        place = "/".join(map(str, wrong.absolute_path)) or "the top level"
+        wrong_by_place.setdefault(place, []).append(textwrap.shorten(wrong.message, 80))
+    said = [f"{place}: {', '.join(messages)}" for place, messages in wrong_by_place.items()]
+    return "; ".join(said) or f"{type(error).__name__}: {error}"
 
 
 def timestamp_problem(path: Path) -> str | None:

@@ -230,3 +230,15 @@ def test_a_submission_in_a_misnamed_folder_is_pointed_to_in_grades(tmp_path):
     assert table.loc["ivy", "status"] == "no submission"
     assert table.loc["ivy", "notes"] == ("submitted/ivy/09_missing_lesson/ is not named as a lesson of lessons/, "
                                          "and is not graded")
+
+
+def test_a_file_that_is_json_but_no_notebook_is_told_what_it_lacks(tmp_path, capsys):
+    """nbformat's reader fails on it with an error of its own ("'int' object is not iterable")."""
+    root = new_course(tmp_path, [LESSONS[0]])
+    folder = root / "submitted" / "olga" / LESSONS[0]
+    folder.mkdir(parents=True)
+    (folder / f"{LESSONS[0]}.ipynb").write_text('{"cells": 5}')
+    assert main(["autograde", "--root", str(root), "--unsafe"]) == 1
+    assert (f"olga/{LESSONS[0]}: {LESSONS[0]}.ipynb is not a valid notebook (the top level: 'metadata' is a required "
+            "property, 'nbformat_minor' is a required property, 'nbformat' is a required property; cells: 5 is not "
+            "of type 'array')") in capsys.readouterr().err
