@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import tomllib
 
 import pytest
 
@@ -73,3 +74,13 @@ def test_recovering_a_lost_gradebook_enters_the_due_dates_again():
     text = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
     recovery = re.search(r"^- \*\*A lost gradebook\*\*.*?(?=^- |^#)", text, re.M | re.S)[0]
     assert re.search(r"nbgrader db assignment add \S+ --duedate=", recovery)
+
+
+def test_a_wheel_built_as_the_readme_says_leaves_git_status_clean():
+    """`pip wheel --no-deps .` in a clone leaves setuptools' build/ and the wheel beside pyproject.toml."""
+    assert "`pip wheel --no-deps .`" in (ROOT / "README.md").read_text(encoding="utf-8")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wheel = f"{project['name'].replace('-', '_')}-{project['version']}-py3-none-any.whl"
+    left = ["build/lib/lab_utils/__init__.py", wheel]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *left], cwd=ROOT, capture_output=True, text=True)
+    assert ignored.stdout.split() == left
