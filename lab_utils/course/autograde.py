@@ -307,7 +307,8 @@ def graded_for(cells: list, marked: dict[str, float | None]) -> dict[str, tuple]
 def keep_hand_grades(root: Path, student: str, lesson: str, before: dict[str, tuple]) -> None:
     """nbgrader asks again for every hand grade after a regrade; one stands while what it was given
     for is unchanged (the same answer, graded again after a test was fixed). The others are removed:
-    nbgrader would keep counting them, and show them in feedback, while asking for a new grade."""
+    nbgrader would keep counting them, and show them in feedback, while asking for a new grade; a test
+    whose points a person changed has its automatic points again."""
     if not before:
         return
     now = hand_grades(root, student, lesson)
@@ -317,8 +318,9 @@ def keep_hand_grades(root: Path, student: str, lesson: str, before: dict[str, tu
                 continue
             if now.get(g.name) == before[g.name]:
                 g.needs_manual_grade = False
-            else:
+            else:  # given for another answer: the cell is graded as in a fresh submission
                 g.manual_score = g.extra_credit = None
+                g.needs_manual_grade = g.auto_score is None
                 with suppress(MissingEntry):  # what the grader wrote of the earlier answer
                     gb.find_comment(g.name, lesson, lesson, student).manual_comment = None
         gb.db.commit()

@@ -81,13 +81,16 @@ def test_a_hand_grade_outlives_an_autograde_stopped_by_ctrl_c(tmp_path, monkeypa
 
 def test_a_changed_written_answer_keeps_nothing_of_its_old_hand_grade(offline):
     """Its old points would count in every total (autograde's line, grades.csv, feedback) while the row says the
-    answer waits for a grade; it is asked for as in a fresh submission, whose points it then has."""
+    answer waits for a grade; it is asked for as in a fresh submission, whose points it then has. So is a test whose
+    points a person changed (every answer is what they were given for)."""
     root = new_course(offline, [LESSON])
     written = hand_in(root, ANSWER)
     assert main(["autograde", "--root", str(root), "--unsafe"]) == 0
     fresh = score(LESSON, "ada", root)
     assert fresh.waiting == 4
     with gradebook(root) as gb:
+        test = next(g for g in gb.find_submission_notebook(LESSON, LESSON, "ada").grades if g.auto_score is not None)
+        test.manual_score, test.needs_manual_grade = test.auto_score + 0.5, False  # a test's points changed
         gb.find_grade(written, LESSON, LESSON, "ada").manual_score = 3.0
         gb.find_grade(written, LESSON, LESSON, "ada").needs_manual_grade = False
         gb.find_comment(written, LESSON, LESSON, "ada").manual_comment = "Say why it forgets."
