@@ -85,11 +85,17 @@ TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceba
          "contextlib")  # own_implementation is a context manager: an __exit__ patched swallows a test's error
 
 
-# What the grader's hook says when a notebook's code reads a frame it could climb to a running test from.
+# What the grader's hook says when a notebook's code reads a frame it could climb to a running test from,
+# or looks up through ctypes a C function of the system's that starts a process: a process the watch never
+# sees starting runs the reference unwatched, and is gone before a test looks for it.
 REFUSED_FRAME = "while a notebook is graded, its code may not read a traceback's or a generator's frame"
+REFUSED_PROCESS = "while a notebook is graded, its code may not start a process through ctypes"
+PROCESS_STARTERS = ("system", "popen", "fork", "vfork", "clone", "clone3", "syscall", "posix_spawn", "posix_spawnp",
+                    "execl", "execle", "execlp", "execv", "execve", "execvp", "execvpe", "fexecve")
 
 
-def _refuse_audit_hooks(asked: str, cells: tuple[str, ...], refused_frame: str) -> None:
+def _refuse_audit_hooks(asked: str, cells: tuple[str, ...], refused_frame: str, refused_process: str,
+                        starters: tuple[str, ...]) -> None:
     """Add an audit hook that refuses any later one, any change to itself, and Python's test modules,
     and hands the notebook's `cells` as sealed (once: to lab_utils.grading) and the kernel's shell (to
     the reports) when it raises the event `asked`.
@@ -109,7 +115,7 @@ def _refuse_audit_hooks(asked: str, cells: tuple[str, ...], refused_frame: str) 
     frames = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
 
     def refuse(event, args, me=None, asked=None, cells=None, shell=None, getframe=None, installed=(), frames=(),
-               refused_frame=""):
+               refused_frame="", refused_process="", starters=()):
         # An audit hook sees each statement's syntax tree before it is compiled and could rewrite it
         # (drop a test's asserts); once added, none can be removed. The C API's test modules can
         # change how Python compiles (_testinternalcapi.set_config: asserts compiled away). Raising
@@ -123,11 +129,14 @@ def _refuse_audit_hooks(asked: str, cells: tuple[str, ...], refused_frame: str) 
         if event == "object.__getattr__" and args[1] in frames \
                 and not getframe(1).f_code.co_filename.startswith(installed):
             {}[refused_frame]
+        if event == "ctypes.dlsym" and args[1] in starters:  # whoever asks: a library's function can be handed it
+            {}[refused_process]
         if event == asked:  # out of the notebook's reach: a record of IPython's could be forged
             # The cells, hidden tests and all, once: to lab_utils.grading, imported before the notebook.
             args[0].extend((cells.pop() if cells else None, shell))
 
-    refuse.__defaults__ = (refuse, asked, [cells], shell, sys._getframe, installed, frames, refused_frame)
+    refuse.__defaults__ = (refuse, asked, [cells], shell, sys._getframe, installed, frames, refused_frame,
+                           refused_process, starters)
     sys.addaudithook(refuse)
 
 
@@ -336,7 +345,7 @@ def _guard(nb) -> str:
     code of answers: of code shaped like a reference's.)"""
     cells = tuple(TransformerManager().transform_cell(c.source) for c in nb.cells
                   if c.cell_type == "code" and not is_test(c))
-    return _shipped(_refuse_audit_hooks, SEALED_CELLS, cells, REFUSED_FRAME)
+    return _shipped(_refuse_audit_hooks, SEALED_CELLS, cells, REFUSED_FRAME, REFUSED_PROCESS, PROCESS_STARTERS)
 
 
 def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple], helpers: tuple[str, ...] = ()) -> str:
@@ -689,7 +698,7 @@ def findings(autograded_notebook: Path) -> list[str]:
     return data["submission"] + data["execution"]
 
 
-FRAME_READ = re.compile(f"({re.escape(REFUSED_FRAME)})")
+REFUSED = re.compile(f"({re.escape(REFUSED_FRAME)}|{re.escape(REFUSED_PROCESS)})")
 DECIDED = re.compile(rf"(\w+) (?:returned|raised \w+ with) .+?, {re.escape(DECIDES)}(?: through [\w, ]+)?")
 USED = re.compile(rf"({'|'.join(map(re.escape, (TAKEN, REACHED, COPIED, SWITCHED, PEEKED)))}) ([\w.]+)")
 
@@ -719,14 +728,15 @@ def comparison_decided(graded: Path) -> list[str]:
     return _first_caught(graded, DECIDED, "")
 
 
-def frame_read(graded: Path) -> list[str]:
-    """The first cell whose code the grader's hook refused a traceback's or a generator's frame: the
-    way from an answer up to the test that called it."""
-    return _first_caught(graded, FRAME_READ, "refused: ")
+def refused(graded: Path) -> list[str]:
+    """The first cell whose code the grader's hook refused a traceback's or a generator's frame (the
+    way from an answer up to the test that called it), and the first refused a process started through
+    ctypes (where the reference would run unwatched)."""
+    return _first_caught(graded, REFUSED, "refused: ")
 
 
 def flags(autograded_notebook: Path) -> list[str]:
     """What a person should know about a graded submission: tampering, use of the reference, results
-    made to pass any comparison, and frames the notebook's code tried to read."""
+    made to pass any comparison, and what the grader's hook refused the notebook's code."""
     return (findings(autograded_notebook) + reference_used(autograded_notebook)
-            + comparison_decided(autograded_notebook) + frame_read(autograded_notebook))
+            + comparison_decided(autograded_notebook) + refused(autograded_notebook))

@@ -293,10 +293,29 @@ def test_a_tracebacks_or_a_generators_frame_cannot_be_read_from_the_notebook(tmp
         assert errors(cell)[0] == f'KeyError: "{integrity.REFUSED_FRAME}"', errors(cell)
         graded = tmp_path / "graded.ipynb"
         nbformat.write(new_notebook(cells=[cell]), graded)
-        assert integrity.frame_read(graded) == [f"test-double: refused: {integrity.REFUSED_FRAME}"]
+        assert integrity.refused(graded) == [f"test-double: refused: {integrity.REFUSED_FRAME}"]
     # Installed code still reads them: IPython shows a cell's error, its frames and all.
     cell, _ = run_sealed(exercise(WRONG), tmp_path)
     assert errors(cell) == ["AssertionError: double doubles"]
+
+
+# An outside cheater's answer: the reference run in a child process started by libc's system(), reached through
+# ctypes (numpy's copy of it), which no watch of Python's own process starters sees; the child is gone before a
+# test looks for running processes.
+THROUGH_LIBC = """import numpy
+def double(x):
+    run = numpy.ctypeslib.ctypes.CDLL(None).system
+    run(b"true")
+    return 2 * x
+"""
+
+
+def test_no_process_may_be_started_through_ctypes(tmp_path):
+    cell, _ = run_sealed(exercise(THROUGH_LIBC), tmp_path)
+    assert errors(cell)[0] == f"KeyError: {integrity.REFUSED_PROCESS!r}", errors(cell)
+    graded = tmp_path / "graded.ipynb"
+    nbformat.write(new_notebook(cells=[cell]), graded)
+    assert integrity.refused(graded) == [f"test-double: refused: {integrity.REFUSED_PROCESS}"]
 
 
 def with_a_test_helper(answer: str, between: str = "") -> nbformat.NotebookNode:
