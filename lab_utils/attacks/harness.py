@@ -42,8 +42,10 @@ STORE = "memory.jsonl"  # the one name of every run's store
 
 def as_read(text: str) -> str:
     """`text` as a model reads it: look-alike characters as what they look like (NFKC: a no-break space is
-    a space, a one-dot leader a full stop) and no invisible ones (format characters: zero-width, joiners)."""
-    return "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
+    a space, a one-dot leader a full stop), no invisible ones (format characters: zero-width, joiners) and no
+    mark left over (NFKC joins an accent to its letter where one letter is both; U+034F draws nothing).
+    Letters of another script that look alike (a Cyrillic а for a Latin a) are not folded."""
+    return "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) not in ("Cf", "Mn"))
 
 
 @contextmanager
