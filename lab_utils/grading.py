@@ -234,9 +234,10 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     saved: list[tuple[FunctionType, CodeType, object]] = []
     switched: list[tuple[object, str, object]] = []
     data = {dotted: _owner(dotted) for dotted in references if dotted not in functions}  # switched off whole
-    # By its text alone: compiled again with another flag, it is still the reference's pattern.
-    patterns = {kept.pattern: dotted for dotted, (owner, attr) in data.items()
-                if type(kept := getattr(owner, attr)) is re.Pattern}
+    # By its text alone: compiled again with another flag, or as bytes, it is still the reference's pattern.
+    patterns = {text: dotted for dotted, (owner, attr) in data.items()
+                if type(kept := getattr(owner, attr)) is re.Pattern
+                for text in {kept.pattern, kept.pattern.encode() if type(kept.pattern) is str else kept.pattern}}
     cells = _notebook_cells()
     watch = _watch(list(functions.items()), cells, patterns, tripped, copied, switched_off, peeked)
     if (beside := _running_beside()) is not None:

@@ -488,7 +488,11 @@ PATTERN = "lab_utils.attacks.defenses._INSTRUCTION"  # data a reference works wi
     "import re\nfrom lab_utils.attacks import defenses\n"
     "P = re.compile(defenses._INSTRUCTION.pattern, defenses._INSTRUCTION.flags | re.MULTILINE)\n"
     "def is_order(text):\n    return P.search(text) is not None\n",
-], ids=["its module's", "caught", "kept aside", "compiled again", "another flag"])
+    # And another's: compiled as bytes, the text it searches encoded.
+    "import re\nfrom lab_utils.attacks import defenses\n"
+    "P = re.compile(defenses._INSTRUCTION.pattern.encode(), defenses._INSTRUCTION.flags & ~re.UNICODE)\n"
+    "def is_order(text):\n    return P.search(text.encode()) is not None\n",
+], ids=["its module's", "caught", "kept aside", "compiled again", "another flag", "as bytes"])
 def test_data_of_a_reference_is_switched_off_while_tested(source):
     from lab_utils.attacks import defenses
     pattern = defenses._INSTRUCTION
