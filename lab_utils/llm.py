@@ -10,7 +10,9 @@ Every lesson talks to Claude through `make_client()`, which returns the real
 - live: `LAB_LIVE=1` and `ANTHROPIC_API_KEY` set. Never while nbgrader grades
   (`NBGRADER_EXECUTION` is set then), so grading never costs money.
 - record: `LAB_RECORD=1` on top of live: every answer is also stored, with its
-  provenance, so the next run can replay it.
+  provenance, so the next run can replay it, before the course's own answers. The file is
+  data/responses/recorded.json in a clone, work/responses/recorded.json when the course is
+  installed (see `record_file`).
 
 Live spending is counted from each answer's `usage` and capped by `LAB_MAX_USD`.
 """
@@ -29,11 +31,13 @@ from pathlib import Path
 import anthropic
 import httpx2
 
+from lab_utils import paths
 from lab_utils.paths import DATA_DIR
 
 DEFAULT_MODEL = "claude-haiku-5-5"
 MODEL = os.environ.get("LAB_MODEL", DEFAULT_MODEL)
 RESPONSES_DIR = DATA_DIR / "responses"
+RECORDED = "recorded.json"
 
 
 @dataclass(frozen=True)
@@ -105,18 +109,36 @@ def request_key(body: dict) -> str:
     return hashlib.sha256(canonical(body).encode()).hexdigest()[:24]
 
 
+def record_file(directory: Path = RESPONSES_DIR) -> Path:
+    """Where record mode stores the answers for `directory`'s requests. Beside them in a clone, where
+    instructors record answers for the course; in the work folder when they are an installed package's,
+    which is no place to write (read-only on a hub, and pip would not know the file)."""
+    directory = Path(directory).resolve()
+    if directory.is_relative_to(paths.PACKAGE_DIR):
+        return paths.work_root().resolve() / "responses" / RECORDED
+    return directory / RECORDED
+
+
+def answer_files(directory: Path = RESPONSES_DIR) -> tuple[Path, ...]:
+    """The files replay reads, in order: a later file's answer to a request replaces an earlier one's, so
+    recorded answers come last."""
+    recorded = record_file(directory)
+    shipped = [path for path in sorted(Path(directory).resolve().glob("*.json")) if path != recorded]
+    return (*shipped, recorded) if recorded.is_file() else tuple(shipped)
+
+
 @lru_cache(maxsize=None)
-def _stored(directory: Path) -> dict[str, dict]:
-    answers: dict[str, dict] = {}
-    for path in sorted(directory.glob("*.json")):
+def _stored(files: tuple[Path, ...]) -> dict[str, tuple[dict, Path]]:
+    answers: dict[str, tuple[dict, Path]] = {}
+    for path in files:
         for entry in json.loads(path.read_text(encoding="utf-8")):
-            answers[request_key(entry["request"])] = entry
+            answers[request_key(entry["request"])] = entry, path
     return answers
 
 
 def stored_answers(directory: Path = RESPONSES_DIR) -> dict[str, dict]:
-    """Every stored answer under `directory`, by request key."""
-    return _stored(Path(directory))
+    """Every stored answer under `directory` (and in its record file), by request key."""
+    return {key: entry for key, (entry, _) in _stored(answer_files(directory)).items()}
 
 
 def store_answer(request: dict, response: dict, provenance: str, file: Path, note: str = "") -> str:
@@ -225,12 +247,26 @@ def no_stored_answer(body: dict, directory: Path = RESPONSES_DIR) -> NoStoredAns
         f"notebook again from the top. {live}")
 
 
+def _find(body: dict, directory: Path) -> tuple[dict, Path]:
+    found = _stored(answer_files(directory)).get(request_key(body))
+    if found is None:
+        raise no_stored_answer(body, directory)
+    return found
+
+
 def stored_answer(body: dict, directory: Path = RESPONSES_DIR) -> dict:
     """The stored entry (request, response, provenance) for this request; NoStoredAnswer if none."""
-    entry = stored_answers(directory).get(request_key(body))
-    if entry is None:
-        raise no_stored_answer(body, directory)
-    return entry
+    return _find(body, directory)[0]
+
+
+SAID: set[str] = set()
+
+
+def say_once(line: str) -> None:
+    """Print a line the first time this kernel says it."""
+    if line not in SAID:
+        SAID.add(line)
+        print(line)
 
 
 def _first_words(body: dict) -> str:
@@ -249,7 +285,11 @@ def replay_handler(directory: Path = RESPONSES_DIR):
     """
 
     def handle(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, json=stored_answer(json.loads(request.content), directory)["response"])
+        entry, source = _find(json.loads(request.content), directory)
+        if source == record_file(directory):  # a student whose lesson now behaves oddly can find and delete it
+            say_once(f"model layer: replaying an answer recorded in {source}, not one the course ships; "
+                     "delete that file to replay the course's answers")
+        return httpx2.Response(200, json=entry["response"])
 
     return handle
 
@@ -306,6 +346,13 @@ class LiveTimeout(anthropic.APITimeoutError):
             f"Run the cell again, or give it longer (make_client(timeout=...)). {OFFLINE}"))
 
 
+def _refused(response: httpx2.Response, request: httpx2.Request, why: str) -> anthropic.APIResponseValidationError:
+    """The error for a 200 whose body the course will not use: `why`, in one line."""
+    response.request = request  # the SDK's error reads the request from the response
+    return anthropic.APIResponseValidationError(response, response.text[:200], message=(
+        f"Live call to {request.url.host}:{request.url.port or 443} answered with {why} {OFFLINE}"))
+
+
 def _answer(response: httpx2.Response, request: httpx2.Request) -> dict:
     """The answer's JSON if it has the shape of a Messages API answer; a clear error if not."""
     try:
@@ -314,11 +361,25 @@ def _answer(response: httpx2.Response, request: httpx2.Request) -> dict:
             return data
     except (ValueError, KeyError, TypeError):
         pass
-    response.request = request  # the SDK's error reads the request from the response
-    raise anthropic.APIResponseValidationError(response, response.text[:200], message=(
-        f"Live call to {request.url.host}:{request.url.port or 443} answered with something that is not a "
-        "Messages API answer (JSON with content and usage): check that ANTHROPIC_BASE_URL points at an "
-        f"Anthropic-compatible server. {OFFLINE}"))
+    raise _refused(response, request, "something that is not a Messages API answer (JSON with content and usage): "
+                                      "check that ANTHROPIC_BASE_URL points at an Anthropic-compatible server.")
+
+
+def _says_something(data: dict) -> bool:
+    """Whether an answer has a block with text or tool input: an empty one is not worth replaying."""
+    return any(isinstance(block, dict) and (block.get("text") or isinstance(block.get("input"), dict))
+               for block in data["content"])
+
+
+class RecordFileError(anthropic.AnthropicError):
+    """Record mode cannot write its file. Not an `anthropic.APIError`: code that records failed calls must
+    not catch it; it stops the cell with one message."""
+
+    def __init__(self, file: Path, error: OSError, when: str) -> None:
+        super().__init__(
+            f"Record mode cannot write {file} ({error.strerror or error}); {when}. Make that folder writable, "
+            "set LAB_WORK_DIR to a folder that is (an installed course records into the work folder), "
+            "or unset LAB_RECORD.")
 
 
 class LiveTransport(httpx2.BaseTransport):
@@ -343,8 +404,15 @@ class LiveTransport(httpx2.BaseTransport):
         body = json.loads(request.content)
         METER.calls += 1
         METER.usd += cost_usd(data.get("usage", {}), body.get("model", MODEL))
+        if not _says_something(data):
+            raise _refused(response, request, "no text and no tool input (an empty content list).")
         if self._record_file is not None:
-            store_answer(body, data, "recorded", self._record_file)
+            try:
+                store_answer(body, data, "recorded", self._record_file)
+            except OSError as error:
+                raise RecordFileError(self._record_file, error, "the call was made and counted") from None
+            say_once(f"model layer: recording answers into {self._record_file} "
+                     "(offline runs replay them before the course's own)")
         return httpx2.Response(200, json=data)
 
     def close(self) -> None:
@@ -363,9 +431,14 @@ def make_client(*, timeout: float = 60.0, responses_dir: Path = RESPONSES_DIR) -
     if not key:
         raise LiveModeRefused("LAB_LIVE=1 needs ANTHROPIC_API_KEY in the environment; "
                               "unset LAB_LIVE to run offline from stored answers.")
-    record_file = Path(responses_dir) / "recorded.json" if m == "record" else None
+    recording = record_file(responses_dir) if m == "record" else None
+    if recording is not None:
+        try:
+            recording.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise RecordFileError(recording, error, "no call was made") from None
     return anthropic.Anthropic(api_key=key, max_retries=0, timeout=timeout,
-                               http_client=httpx2.Client(transport=LiveTransport(record_file)))
+                               http_client=httpx2.Client(transport=LiveTransport(recording)))
 
 
 def text_of(message) -> str:

@@ -19,10 +19,15 @@ INSTALLED = (PACKAGE_DIR / "data").is_dir()  # setup.py puts the data there in a
 DATA_DIR = PACKAGE_DIR / "data" if INSTALLED else ROOT / "data"
 
 
+def work_root() -> Path:
+    """The work folder itself, not created."""
+    return Path(os.environ.get("LAB_WORK_DIR") or (Path.cwd() / "work" if INSTALLED else ROOT / "work"))
+
+
 def work_dir(*parts: str) -> Path:
     """A folder under the work folder, created on first use."""
     moved = os.environ.get("LAB_WORK_DIR")
-    path = Path(moved or (Path.cwd() / "work" if INSTALLED else ROOT / "work")).joinpath(*parts)
+    path = work_root().joinpath(*parts)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:

@@ -4,7 +4,8 @@ It answers POST /v1/messages the way the API does for the course's calls: a requ
 (the course's stored answers, by the request's canonical content) gets that answer, any other
 a short text answer with usage; a wrong key (x-api-key or a bearer token) gets 401. `behaviour` makes it fail instead:
 "rate_limited" (429 with retry-after), "overloaded" (529), "malformed" (200 with a body that is
-not a Messages answer) or "stall" (no answer until released, past any client timeout).
+not a Messages answer), "empty" (200, a Messages answer with no content) or "stall" (no answer until
+released, past any client timeout).
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send(529, json.dumps(error("overloaded_error", "Overloaded")).encode())
         elif behaviour == "malformed":
             self.send(200, b"<html>upstream proxy error</html>")
+        elif behaviour == "empty":
+            self.send(200, json.dumps({**reply(body), "content": []}).encode())
         elif behaviour == "stall":
             self.server.release.wait(timeout=30)
         else:

@@ -1,10 +1,12 @@
 """Live mode over real HTTP: the course talks to a local Messages API server through
 ANTHROPIC_BASE_URL, as it would to the API or any Anthropic-compatible server."""
 
+import json
+
 import anthropic
 import pytest
 
-from lab_utils import crystallize, llm
+from lab_utils import crystallize, llm, paths
 from lab_utils.memory import MemoryStore
 from live_server import KEY, RETRY_AFTER, reply, serve
 
@@ -19,6 +21,7 @@ def server(offline, monkeypatch):
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", running.url)
         monkeypatch.setattr(llm, "METER", llm.Meter())
+        monkeypatch.setattr(llm, "SAID", set())  # what the model layer said once per kernel
         yield running
 
 
@@ -43,6 +46,94 @@ def test_record_mode_stores_the_answer_and_the_next_replay_uses_it(server, monke
     replayed = llm.text_of(llm.make_client(responses_dir=tmp_path).messages.create(**HELLO))
     assert replayed == live == "an answer from the local server"
     assert len(server.requests) == 1, "the replay made no call"
+
+
+
+@pytest.fixture
+def installed(monkeypatch, tmp_path):
+    """The course as pip installs it: its shipped answers inside the package (here a copy of one)."""
+    package = tmp_path / "site-packages" / "lab_utils"
+    shipped = package / "data" / "responses"
+    shipped.mkdir(parents=True)
+    llm.store_answer(HELLO, {**reply({"model": llm.MODEL}), "content": [{"type": "text", "text": "shipped"}]},
+                     "authored", shipped / "hello.json")
+    monkeypatch.setattr(paths, "PACKAGE_DIR", package)
+    return shipped
+
+
+def test_an_installed_course_records_into_the_work_folder_and_replays_from_there(server, monkeypatch, installed,
+                                                                                 tmp_path):
+    before = sorted(installed.parent.parent.rglob("*"))
+    monkeypatch.setenv("LAB_RECORD", "1")
+    live = llm.text_of(llm.make_client(responses_dir=installed).messages.create(**HELLO))
+    assert sorted(installed.parent.parent.rglob("*")) == before, "nothing written into the package"
+    recorded = tmp_path / "work" / "responses" / "recorded.json"
+    assert json.loads(recorded.read_text())[0]["provenance"] == "recorded"
+
+    monkeypatch.delenv("LAB_LIVE")
+    replayed = llm.text_of(llm.make_client(responses_dir=installed).messages.create(**HELLO))
+    assert replayed == live != "shipped", "the recorded answer replaces the shipped one"
+    assert len(server.requests) == 1, "the replay made no call"
+
+
+def said_by_two_calls(responses_dir, capsys) -> list[str]:
+    """The lines printed while one client makes the same call twice."""
+    capsys.readouterr()
+    client = llm.make_client(responses_dir=responses_dir)
+    client.messages.create(**HELLO)
+    client.messages.create(**HELLO)
+    return capsys.readouterr().out.splitlines()
+
+
+def test_record_mode_says_once_which_file_it_writes(server, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("LAB_RECORD", "1")
+    assert said_by_two_calls(tmp_path, capsys) == [
+        f"model layer: recording answers into {tmp_path / 'recorded.json'} (offline runs replay them before the "
+        "course's own)"]
+
+
+def test_a_replayed_recorded_answer_is_named_once_per_kernel(server, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("LAB_RECORD", "1")
+    llm.make_client(responses_dir=tmp_path).messages.create(**HELLO)
+    monkeypatch.delenv("LAB_LIVE")
+    assert said_by_two_calls(tmp_path, capsys) == [
+        f"model layer: replaying an answer recorded in {tmp_path / 'recorded.json'}, not one the course ships; "
+        "delete that file to replay the course's answers"]
+
+
+def test_record_mode_that_cannot_write_says_so_before_any_call(server, monkeypatch, installed, tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("LAB_WORK_DIR", str(blocked))
+    monkeypatch.setenv("LAB_RECORD", "1")
+    with pytest.raises(llm.RecordFileError) as failed:
+        llm.make_client(responses_dir=installed)
+    message = str(failed.value)
+    assert str(blocked / "responses" / "recorded.json") in message and "LAB_WORK_DIR" in message, message
+    assert "\n" not in message and server.requests == []
+
+
+def test_an_answer_that_cannot_be_stored_stops_the_cell_with_the_file_named(server, monkeypatch, tmp_path):
+    (tmp_path / "recorded.json").mkdir()  # not a file: the write fails after the call
+    monkeypatch.setenv("LAB_RECORD", "1")
+    with pytest.raises(llm.RecordFileError) as failed:
+        llm.make_client(responses_dir=tmp_path).messages.create(**HELLO)
+    message = str(failed.value)
+    assert str(tmp_path / "recorded.json") in message and "LAB_WORK_DIR" in message, message
+    assert "was made and counted" in message and "\n" not in message
+    assert llm.METER.calls == 1
+
+
+def test_an_answer_with_no_content_is_refused_and_stored_nowhere(server, monkeypatch, tmp_path):
+    monkeypatch.setenv("LAB_RECORD", "1")
+    server.behaviour = "empty"
+    with pytest.raises(anthropic.APIResponseValidationError) as failed:
+        llm.make_client(responses_dir=tmp_path).messages.create(**HELLO)
+    message = str(failed.value)
+    assert "no text and no tool input" in message and "unset LAB_LIVE to run offline" in message, message
+    assert "\n" not in message
+    assert not (tmp_path / "recorded.json").exists()
+    assert llm.METER.calls == 1, "the server reported its cost: counted, so the cap holds"
 
 
 FAILURES = {

@@ -132,3 +132,10 @@ def test_live_spending_is_capped(offline, monkeypatch):
 def test_no_key_in_any_stored_answer():
     for path in llm.RESPONSES_DIR.glob("*.json"):
         assert "sk-ant" not in path.read_text(), path
+
+
+def test_a_recorded_answer_is_replayed_before_the_shipped_one_whatever_the_files_names(responses):
+    recorded = {**ANSWER, "content": [{"type": "text", "text": "recorded"}]}
+    llm.store_answer(REQUEST, recorded, "recorded", responses / "recorded.json")
+    llm.store_answer(REQUEST, ANSWER, "authored", responses / "shipped-later.json")  # sorts after recorded.json
+    assert llm.text_of(llm.make_client(responses_dir=responses).messages.create(**REQUEST)) == "recorded"
