@@ -23,7 +23,10 @@ import datetime as dt
 import difflib
 import hashlib
 import json
+import math
 import os
+import socket
+import ssl
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -60,6 +63,11 @@ PRICES = {
 
 class LiveModeRefused(RuntimeError):
     """Live calls were asked for where they are not allowed."""
+
+
+class SettingRefused(anthropic.AnthropicError, ValueError):
+    """A setting under which live spending could not be capped. Raised before any call leaves; not an
+    `anthropic.APIError`, so code that records failed calls does not catch it."""
 
 
 def price(model: str = MODEL) -> Price:
@@ -297,7 +305,24 @@ def replay_handler(directory: Path = RESPONSES_DIR):
 # -- live calls: counted, capped, optionally recorded ------------------------------------
 
 def spending_cap() -> float:
-    return float(os.environ.get("LAB_MAX_USD", "1.00"))
+    """LAB_MAX_USD in US dollars; SettingRefused if it is not an amount the cap can hold to."""
+    said = os.environ.get("LAB_MAX_USD", "1.00")
+    try:
+        cap = float(said)
+    except ValueError:
+        cap = math.nan
+    if not (math.isfinite(cap) and cap >= 0):
+        raise SettingRefused(f"LAB_MAX_USD is {said!r}, not an amount of US dollars: set it to a number like 0.50 "
+                             "or 2 (0 or more, a dot before decimals), or unset it for USD 1.00. No call was made.")
+    return cap
+
+
+def check_price(model: str) -> None:
+    """Refuse a model whose spending the meter could not count, before its call leaves."""
+    if model not in PRICES:
+        raise SettingRefused(f"LAB_MODEL (or the request) names {model!r}, a model with no known price, so the "
+                             f"spending cap could not hold: use one of {', '.join(PRICES)}, or add its price to "
+                             "lab_utils.llm.PRICES. No call was made.")
 
 
 @dataclass
@@ -321,6 +346,11 @@ ADVICE = {
 }
 
 
+def _host(request: httpx2.Request) -> str:
+    """host:port, as a message about a live call names it."""
+    return f"{request.url.host}:{request.url.port or (443 if request.url.scheme == 'https' else 80)}"
+
+
 def _failed(response: httpx2.Response, request: httpx2.Request) -> httpx2.Response:
     """An error answer rewritten as one plain-text message: the SDK raises its usual error class
     (AuthenticationError, RateLimitError, OverloadedError...) with this text as the message."""
@@ -331,7 +361,7 @@ def _failed(response: httpx2.Response, request: httpx2.Request) -> httpx2.Respon
         said = response.text.strip()[:200] or "no explanation"
     wait = response.headers.get("retry-after")
     advice = ADVICE.get(response.status_code, "The server failed: run the cell again later.")
-    text = (f"Live call to {request.url.host}:{request.url.port or 443} failed with "
+    text = (f"Live call to {_host(request)} failed with "
             f"{response.status_code} ({said}). {advice.format(wait=f'{wait} s' if wait else 'a minute')} {OFFLINE}")
     return httpx2.Response(response.status_code, text=text, headers={"retry-after": wait} if wait else {})
 
@@ -342,15 +372,40 @@ class LiveTimeout(anthropic.APITimeoutError):
     def __init__(self, request: httpx2.Request) -> None:
         seconds = (request.extensions.get("timeout") or {}).get("read")
         anthropic.APIConnectionError.__init__(self, request=request, message=(
-            f"Live call to {request.url.host}:{request.url.port or 443} got no answer within {seconds} s. "
+            f"Live call to {_host(request)} got no answer within {seconds} s. "
             f"Run the cell again, or give it longer (make_client(timeout=...)). {OFFLINE}"))
+
+
+def _cause(error: BaseException) -> str:
+    """What lies under a transport error (the system's error at the end of its chain), said plainly."""
+    while (under := error.__cause__ or error.__context__) is not None:
+        error = under
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused (nothing listens on that port)"
+    if isinstance(error, socket.gaierror):
+        return "the host name does not resolve"
+    if isinstance(error, ssl.SSLError):
+        return f"TLS failed ({error.reason or error})"
+    return str(error) or type(error).__name__
+
+
+class LiveConnectionFailed(anthropic.APIConnectionError):
+    """A live call that reached no server, said plainly: the cause, the host, what to do."""
+
+    def __init__(self, request: httpx2.Request, error: httpx2.TransportError) -> None:
+        base = os.environ.get("ANTHROPIC_BASE_URL")
+        check = (f"check that a server runs at ANTHROPIC_BASE_URL={base} and that the URL is right" if base else
+                 "check the network (ANTHROPIC_BASE_URL is not set, so the call goes to the API itself)")
+        anthropic.APIConnectionError.__init__(self, request=request, message=(
+            f"Live call to {_host(request)} failed: {_cause(error)}. To go on, {check}, then run the cell "
+            f"again. {OFFLINE}"))
 
 
 def _refused(response: httpx2.Response, request: httpx2.Request, why: str) -> anthropic.APIResponseValidationError:
     """The error for a 200 whose body the course will not use: `why`, in one line."""
     response.request = request  # the SDK's error reads the request from the response
     return anthropic.APIResponseValidationError(response, response.text[:200], message=(
-        f"Live call to {request.url.host}:{request.url.port or 443} answered with {why} {OFFLINE}"))
+        f"Live call to {_host(request)} answered with {why} {OFFLINE}"))
 
 
 def _answer(response: httpx2.Response, request: httpx2.Request) -> dict:
@@ -390,6 +445,8 @@ class LiveTransport(httpx2.BaseTransport):
         self._record_file = record_file
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        check_price(body.get("model", MODEL))
         if METER.usd >= spending_cap():
             return httpx2.Response(429, text=(
                 f"Spending cap reached: USD {METER.usd:.4f} spent of LAB_MAX_USD={spending_cap():.2f}, so no "
@@ -398,10 +455,11 @@ class LiveTransport(httpx2.BaseTransport):
             response = self._inner.handle_request(request)
         except httpx2.TimeoutException:
             raise LiveTimeout(request) from None
+        except httpx2.TransportError as error:
+            raise LiveConnectionFailed(request, error) from None
         if response.status_code != 200:
             return _failed(response, request)
         data = _answer(response, request)
-        body = json.loads(request.content)
         METER.calls += 1
         METER.usd += cost_usd(data.get("usage", {}), body.get("model", MODEL))
         if not _says_something(data):
@@ -431,6 +489,8 @@ def make_client(*, timeout: float = 60.0, responses_dir: Path = RESPONSES_DIR) -
     if not key:
         raise LiveModeRefused("LAB_LIVE=1 needs ANTHROPIC_API_KEY in the environment; "
                               "unset LAB_LIVE to run offline from stored answers.")
+    spending_cap()
+    check_price(MODEL)
     recording = record_file(responses_dir) if m == "record" else None
     if recording is not None:
         try:

@@ -2,6 +2,7 @@
 ANTHROPIC_BASE_URL, as it would to the API or any Anthropic-compatible server."""
 
 import json
+import socket
 
 import anthropic
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from lab_utils import crystallize, llm, paths
 from lab_utils.memory import MemoryStore
 from live_server import KEY, RETRY_AFTER, reply, serve
+from ports import unused_port
 
 HELLO = {"model": llm.MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "Say hi"}]}
 
@@ -176,3 +178,67 @@ def test_the_spending_cap_holds_after_failures(server, monkeypatch):
     with pytest.raises(anthropic.RateLimitError, match="Spending cap reached.*no call was made"):
         client.messages.create(**HELLO)
     assert len(server.requests) == 2, "a call over the cap never reaches the server"
+
+
+UNREACHABLE = {
+    # where ANTHROPIC_BASE_URL points: (the host:port the message names, what it must say)
+    "a closed port": (lambda server: f"http://127.0.0.1:{unused_port()}", ["connection refused"]),
+    "a host that does not resolve": (lambda server: "http://no-such-host.invalid:8080",
+                                     ["no-such-host.invalid:8080", "does not resolve"]),
+    "https to a plain-HTTP server": (lambda server: server.url.replace("http:", "https:"), ["TLS failed"]),
+}
+
+
+@pytest.fixture
+def no_dns(monkeypatch):
+    """A resolver that knows no name but 127.0.0.1's: no lookup leaves the machine."""
+    real = socket.getaddrinfo
+
+    def lookup(host, *args, **kwargs):
+        if host != "127.0.0.1":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+
+
+@pytest.mark.parametrize("where", UNREACHABLE)
+def test_an_unreachable_server_is_named_with_the_cause_and_what_to_do(where, server, monkeypatch, no_dns, tmp_path):
+    url_of, phrases = UNREACHABLE[where]
+    url = url_of(server)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+    monkeypatch.setenv("LAB_RECORD", "1")
+    with pytest.raises(anthropic.APIConnectionError) as failed:
+        llm.make_client(timeout=5, responses_dir=tmp_path).messages.create(**HELLO)
+    message = str(failed.value)
+    host_port = url.split("//")[1]
+    assert all(p in message for p in [f"Live call to {host_port}", *phrases, "ANTHROPIC_BASE_URL"]), message
+    assert "unset LAB_LIVE to run offline" in message and "\n" not in message, "one message, one line"
+    assert not (tmp_path / "recorded.json").exists() and llm.METER.calls == 0
+
+
+@pytest.mark.parametrize("cap", ["1,00", "abc", "", "nan", "-1"])
+def test_a_spending_cap_that_is_not_an_amount_is_refused_before_any_call(cap, server, monkeypatch):
+    monkeypatch.setenv("LAB_MAX_USD", cap)
+    with pytest.raises(llm.SettingRefused) as refused:
+        llm.make_client().messages.create(**HELLO)
+    message = str(refused.value)
+    assert f"LAB_MAX_USD is {cap!r}" in message and "like 0.50" in message and "\n" not in message, message
+    assert server.requests == []
+
+
+def test_a_model_with_no_known_price_is_refused_before_any_call(server, monkeypatch):
+    monkeypatch.setenv("LAB_MODEL", "claude-opus-9")
+    monkeypatch.setattr(llm, "MODEL", "claude-opus-9")  # as a kernel started with LAB_MODEL set has it
+    with pytest.raises(llm.SettingRefused) as refused:
+        llm.make_client().messages.create(**{**HELLO, "model": llm.MODEL})
+    message = str(refused.value)
+    assert "LAB_MODEL" in message and "'claude-opus-9'" in message and all(m in message for m in llm.PRICES)
+    assert "\n" not in message and server.requests == []
+
+
+def test_a_request_naming_a_model_with_no_known_price_never_leaves(server):
+    client = llm.make_client()
+    with pytest.raises(llm.SettingRefused, match="'claude-opus-9'"):
+        client.messages.create(**{**HELLO, "model": "claude-opus-9"})
+    assert server.requests == [] and llm.METER.calls == 0
