@@ -409,15 +409,27 @@ def _refused(response: httpx2.Response, request: httpx2.Request, why: str) -> an
 
 
 def _answer(response: httpx2.Response, request: httpx2.Request) -> dict:
-    """The answer's JSON if it has the shape of a Messages API answer; a clear error if not."""
+    """The answer's JSON if it has the shape of a Messages API answer and says what it cost; a clear error
+    if not."""
     try:
         data = json.loads(response.read())
-        if isinstance(data["content"], list) and isinstance(data["usage"], dict):
-            return data
+        content = data["content"]
     except (ValueError, KeyError, TypeError):
-        pass
-    raise _refused(response, request, "something that is not a Messages API answer (JSON with content and usage): "
-                                      "check that ANTHROPIC_BASE_URL points at an Anthropic-compatible server.")
+        content = None
+    if not isinstance(content, list):
+        raise _refused(response, request, "something that is not a Messages API answer (JSON with content and "
+                                          "usage): check that ANTHROPIC_BASE_URL points at an Anthropic-compatible "
+                                          "server.")
+    # Refused rather than counted at max_tokens: a worst case needs the input tokens too, which only usage reports.
+    usage = data.get("usage")
+    if not (isinstance(usage, dict) and all(_is_count(usage.get(n)) for n in ("input_tokens", "output_tokens"))):
+        raise _refused(response, request, "no usage (input and output tokens): the server does not report usage, "
+                                          "and the spending cap needs it to count the call.")
+    return data
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _says_something(data: dict) -> bool:
@@ -461,7 +473,7 @@ class LiveTransport(httpx2.BaseTransport):
             return _failed(response, request)
         data = _answer(response, request)
         METER.calls += 1
-        METER.usd += cost_usd(data.get("usage", {}), body.get("model", MODEL))
+        METER.usd += cost_usd(data["usage"], body.get("model", MODEL))
         if not _says_something(data):
             raise _refused(response, request, "no text and no tool input (an empty content list).")
         if self._record_file is not None:

@@ -4,8 +4,9 @@ It answers POST /v1/messages the way the API does for the course's calls: a requ
 (the course's stored answers, by the request's canonical content) gets that answer, any other
 a short text answer with usage; a wrong key (x-api-key or a bearer token) gets 401. `behaviour` makes it fail instead:
 "rate_limited" (429 with retry-after), "overloaded" (529), "malformed" (200 with a body that is
-not a Messages answer), "empty" (200, a Messages answer with no content) or "stall" (no answer until
-released, past any client timeout).
+not a Messages answer), "empty" (200, a Messages answer with no content), "usage_empty" or
+"usage_missing" (200, an answer with `"usage": {}` or none) or "stall" (no answer until released, past
+any client timeout).
 """
 
 from __future__ import annotations
@@ -84,6 +85,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send(200, b"<html>upstream proxy error</html>")
         elif behaviour == "empty":
             self.send(200, json.dumps({**reply(body), "content": []}).encode())
+        elif behaviour == "usage_empty":
+            self.send(200, json.dumps({**reply(body), "usage": {}}).encode())
+        elif behaviour == "usage_missing":
+            self.send(200, json.dumps({k: v for k, v in reply(body).items() if k != "usage"}).encode())
         elif behaviour == "stall":
             self.server.release.wait(timeout=30)
         else:

@@ -145,6 +145,8 @@ FAILURES = {
     "overloaded": (anthropic.OverloadedError, ["529", "overloaded", "wait a minute"]),
     "malformed": (anthropic.APIResponseValidationError, ["not a Messages API answer", "ANTHROPIC_BASE_URL"]),
     "stall": (anthropic.APITimeoutError, ["no answer within 0.5 s", "make_client(timeout=...)"]),
+    "usage_empty": (anthropic.APIResponseValidationError, ["does not report usage", "spending cap needs it"]),
+    "usage_missing": (anthropic.APIResponseValidationError, ["does not report usage", "spending cap needs it"]),
 }
 
 
