@@ -93,6 +93,17 @@ def _magic(node: ast.Call) -> bool:
             and isinstance(node.args[0], ast.Constant) and node.args[0].value in HABITS)
 
 
+def _reads_fields(call: ast.Call, imported: dict[str, str]) -> bool:
+    """`vars(skill.meta)`: the fields of an object the code made or was handed, as its `__dict__` holds them,
+    which is ordinary code. What counts as reading a namespace instead: `vars()` (the caller's), vars of
+    what an import gave, a module or a class or function of one (`vars(sys)`, `vars(rules.redact)`), and
+    `vars` handed on uncalled (`look = vars`), which could then be called either way."""
+    given = call.args[0] if len(call.args) == 1 and not call.keywords else None
+    return (isinstance(call.func, ast.Name) and call.func.id == "vars" and given is not None
+            and not isinstance(given, ast.Starred)
+            and not (isinstance(given, (ast.Name, ast.Attribute)) and _dotted(given, imported) is not None))
+
+
 def _denied(module: str) -> bool:
     return module.split(".")[0] in MODULES or module.startswith(GRADER) or module in CALLS
 
@@ -115,7 +126,10 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
     they bind (a test's list of references or helper, which an answer's `global` could replace), `references`
     what the tests of the cell's exercise switch off (an answer could call it before they run)."""
     imported = given | _imports(tree)
-    habits = {id(node.func.value.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and _magic(node)}
+    # Names of NAMES in ordinary code: a habit's magic as IPython writes it, vars of an object's fields.
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    ordinary = {id(call.func.value.func) for call in calls if _magic(call)}
+    ordinary |= {id(call.func) for call in calls if _reads_fields(call, imported)}
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -143,7 +157,7 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
                       and target.id.endswith("__") and target.id not in CLASS_SETTINGS]
         elif isinstance(node, ast.Attribute) and node.attr in ATTRIBUTES:
             found.append(f".{node.attr}")
-        elif isinstance(node, ast.Name) and node.id in NAMES and id(node) not in habits:
+        elif isinstance(node, ast.Name) and node.id in NAMES and id(node) not in ordinary:
             found.append(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in NAMES | COMPARING:
             found.append(f"def {node.name}")

@@ -150,6 +150,13 @@ CHEATS = {
                                   "'__code__' spelled as character codes"),
     "a name as a list of character codes": ("NAME = ''.join(map(chr, [101, 118, 97, 108]))\n"
                                             "def answer():\n    return 2", "'eval' spelled as character codes"),
+    # vars reads a namespace: the caller's, a library's (a module, a class or function of one), or either
+    # when handed on uncalled.
+    "the caller's namespace through vars": ("def answer():\n    return vars()['answer']", "vars"),
+    "a module's namespace through vars": ("import sys\nKEPT = dict(vars(sys))\ndef answer():\n    return 2", "vars"),
+    "a library's namespace through vars": ("def answer():\n    return len(vars(rules))", "vars"),
+    "a library function's namespace through vars": ("def answer():\n    return len(vars(rules.redact))", "vars"),
+    "vars handed on": ("look = vars\ndef answer():\n    return len(look(rules))", "vars"),
     "a getter renamed": ("from operator import attrgetter as get\ndef answer(name='x'):\n    return get(name)(rules)",
                          "attrgetter(name)"),
 }
@@ -166,6 +173,12 @@ def test_a_cell_that_reaches_into_the_kernel_is_named(name, tmp_path):
 def test_a_cell_of_the_students_own_is_read_and_named_by_its_number(tmp_path):
     found = scan(tmp_path, "def answer():\n    return 2", added="import gc\ngc.callbacks.append(print)")
     assert found == ["cell 4 can get around the grading: import gc; read it"]
+
+
+def test_the_fields_of_an_object_read_through_vars_are_not_named(tmp_path):
+    """An outside tester's honest answer, once flagged: vars of an object is its fields, as its __dict__."""
+    honest = "def answer(skills=()):\n    rows = [vars(s.meta) for s in skills]\n    return len(rows) + 2"
+    assert scan(tmp_path, honest) == []
 
 
 def test_habits_settings_and_test_cells_are_not_read(tmp_path):
