@@ -7,9 +7,10 @@ code in the kernel can change: it names the kernel's or the interpreter's machin
 sys._getframe, a frame's f_back, builtins), runs text as code (exec, eval), reaches a library's
 private parts (`rules._TokenPostings`, or by a computed name: `getattr(sys, name)`), patches a
 library (an assignment to a module's attribute or item), decides how its objects compare (__eq__),
-or redefines a helper of the lesson's. Every code cell the student wrote or changed is read outside
-the kernel, and what it names is listed for a person to review: an honest answer to these lessons
-needs none of it.
+redefines a helper of the lesson's, or names a reference before the tests that switch it off (a table
+filled from it, which the answer then looks up). Every code cell the student wrote or changed is read
+outside the kernel, and what it names is listed for a person to review: an honest answer to these
+lessons needs none of it.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
     """What a cell names that reaches into the kernel or the interpreter, in the order found; `helpers`
     are the functions the lesson's own cells define, `given` the names they import, `shared` the names
     they bind (a test's list of references or helper, which an answer's `global` could replace), `references`
-    what the tests of the cell's exercise switch off (an answer could call it before they run)."""
+    what the test cells after the cell switch off (the cell could call it before they run)."""
     imported = given | _imports(tree)
     # Names of NAMES in ordinary code: a habit's magic as IPython writes it, vars of an object's fields.
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
@@ -313,12 +314,13 @@ class _Lesson:
     """What the checks need of the lesson as released, read once for a whole class."""
 
     unchanged: frozenset[str]  # each code cell's text, stripped: a cell left as released is not read
+    # Each cell's id -> its statements as released (ast.dump): a cell of another id is one the student added.
+    statements: dict[str, frozenset[str]]
     answers: frozenset[str]  # the answer cells' grade_ids
-    tests: frozenset[str]  # the test cells'
+    tests: dict[str, frozenset[str]]  # the test cells' grade_ids -> the references each switches off
     helpers: frozenset[str]  # the functions the lesson's cells define, but those an answer cell is there to define
     imported: dict[str, str]  # name -> what the lesson's cells import under it
     shared: frozenset[str]  # the names the lesson's cells but the answers' bind
-    switched: dict[str, frozenset[str]]  # answer -> the references its tests switch off
 
 
 @functools.lru_cache(maxsize=64)
@@ -327,23 +329,27 @@ def _lesson(released: Path, stamp: tuple[int, int]) -> _Lesson:
     released again is read again)."""
     theirs = nbformat.read(released, as_version=4)
     given = [(c, parsed_cell(c.source)) for c in theirs.cells if c.cell_type == "code"]
+    statements = {c.get("id"): frozenset() for c in theirs.cells}
+    statements |= {c.get("id"): frozenset(map(ast.dump, t.body)) for c, t in given if t}
     answers = frozenset(_grade_id(c) for c, _ in given if utils.is_solution(c))
     helpers = set().union(*(_defined(t) for c, t in given if t and not utils.is_solution(c)))
     helpers -= set().union(*(_defined(t) for c, t in given if t and utils.is_solution(c)))
     return _Lesson(
-        unchanged=frozenset(c.source.strip() for c, _ in given), answers=answers,
-        tests=frozenset(_grade_id(c) for c, _ in given if is_test(c)), helpers=frozenset(helpers),
+        unchanged=frozenset(c.source.strip() for c, _ in given), statements=statements,
+        answers=answers, tests={_grade_id(c): frozenset(REFERENCE.findall(c.source)) for c, _ in given if is_test(c)},
+        helpers=frozenset(helpers),
         imported={name: dotted for _, t in given if t for name, dotted in _imports(t).items()},
         shared=frozenset().union(*(_assigned(t) | _defined(t) | _imports(t).keys()
-                                   for c, t in given if t and not utils.is_solution(c))),
-        switched={answer: frozenset(dotted for c, _ in given if is_test(c) and _grade_id(c).startswith(f"test-{answer}")
-                                    for dotted in REFERENCE.findall(c.source)) for answer in answers})
+                                   for c, t in given if t and not utils.is_solution(c))))
 
 
 def findings(submitted: Path, released: Path) -> list[str]:
-    """For each code cell the student wrote or changed, what it names that reaches into the kernel or
-    the interpreter; [] when nothing does (or a notebook cannot be read: autograde says why). Test
-    cells are left out: autograde runs them as released whatever the student made of them."""
+    """For each code cell the student wrote or changed (an answer, a cell of their own, a plain cell of
+    the lesson's), what its statements that are not the release's name that reaches into the kernel or
+    the interpreter, or a reference that a test after the cell switches off (a table filled from it before
+    the test runs needs no call while it runs); [] when nothing does (or a notebook cannot be read:
+    autograde says why). Test cells are left out: autograde runs them as released whatever the student
+    made of them."""
     try:
         mine = nbformat.read(submitted, as_version=4)
         stat = released.stat()
@@ -356,10 +362,14 @@ def findings(submitted: Path, released: Path) -> list[str]:
         if cell.cell_type != "code" or cell.source.strip() in lesson.unchanged or grade_id in lesson.tests:
             continue
         tree = parsed_cell(cell.source)
-        named = [] if tree is None else reaches(tree, lesson.helpers, lesson.imported, lesson.shared,
-                                                 lesson.switched.get(grade_id, frozenset()))
+        if tree is not None:  # what a cell holds as released is the lesson's (a reference it demonstrates)
+            tree.body = [s for s in tree.body if ast.dump(s) not in lesson.statements.get(cell.get("id"), ())]
+        later = frozenset().union(*(lesson.tests.get(_grade_id(test), ()) for test in mine.cells[number:]))
+        named = [] if tree is None else reaches(tree, lesson.helpers, lesson.imported, lesson.shared, later)
         if named:
-            where = f"answer {grade_id}" if grade_id in lesson.answers else f"cell {number}"
+            where = (f"answer {grade_id}" if grade_id in lesson.answers
+                     else f"cell {number} (changed from the release)" if cell.get("id") in lesson.statements
+                     else f"cell {number} (added by the student)")
             shown = "; ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
             found.append(f"{where} can get around the grading: {shown}; read it")
     return found

@@ -172,7 +172,39 @@ def test_a_cell_that_reaches_into_the_kernel_is_named(name, tmp_path):
 
 def test_a_cell_of_the_students_own_is_read_and_named_by_its_number(tmp_path):
     found = scan(tmp_path, "def answer():\n    return 2", added="import gc\ngc.callbacks.append(print)")
-    assert found == ["cell 4 can get around the grading: import gc; read it"]
+    assert found == ["cell 4 (added by the student) can get around the grading: import gc; read it"]
+
+
+def test_a_reference_called_before_its_tests_in_a_cell_of_the_students_own_is_named(tmp_path):
+    """An outside cheater's: a cell of their own fills a table from the reference before its tests switch
+    it off, and the answer only looks the table up. After its tests, the reference changes no outcome."""
+    table = "TABLE = {text: redact(text) for text in ('mail a@b.io', 'no mail')}"
+    found = scan(tmp_path, "def answer():\n    return TABLE['mail a@b.io']", added=table)
+    assert found == ["cell 4 (added by the student) can get around the grading: "
+                     "redact (a reference its tests switch off); read it"]
+    released, submitted = tmp_path / "released.ipynb", tmp_path / "submitted.ipynb"
+    nb = lesson("def answer():\n    return 2")
+    nb.cells.append(new_code_cell("print(answer() == redact('mail a@b.io'))"))
+    nbformat.write(nb, submitted)
+    assert tampering.findings(submitted, released) == []
+
+
+def test_what_the_student_changed_in_a_plain_cell_of_the_lessons_is_read(tmp_path):
+    """What the release has in the cell (a helper, a reference it demonstrates) is the lesson's."""
+    released, submitted = tmp_path / "released.ipynb", tmp_path / "submitted.ipynb"
+    nb = lesson()
+    nb.cells[1].source += "\nSHOWN = redact('mail a@b.io')"
+    nbformat.write(nb, released)
+    nb.cells[1].source += "\nprint(SHOWN)"
+    nb.cells[0].source += "\nKEPT = rules.redact('mail a@b.io')"
+    nbformat.write(nb, submitted)
+    assert tampering.findings(submitted, released) == [
+        "cell 1 (changed from the release) can get around the grading: "
+        "rules.redact (a reference its tests switch off); read it"]
+    nb.cells[1].source = nb.cells[1].source.replace("== EXPECTED", ">= EXPECTED")
+    nbformat.write(nb, submitted)
+    assert "cell 2 (changed from the release) can get around the grading: def check (the lesson's own helper); " \
+           "read it" in tampering.findings(submitted, released)
 
 
 def test_the_fields_of_an_object_read_through_vars_are_not_named(tmp_path):
@@ -201,7 +233,7 @@ def test_a_lesson_released_again_is_read_again(tmp_path):
     nb.cells.append(new_code_cell("def tidy(value):\n    return value.strip()"))  # now a helper of the lesson's
     nbformat.write(nb, released)
     assert tampering.findings(submitted, released) == [
-        "cell 4 can get around the grading: def tidy (the lesson's own helper); read it"]
+        "cell 4 (added by the student) can get around the grading: def tidy (the lesson's own helper); read it"]
 
 
 @pytest.mark.parametrize("lesson_name", LESSONS)
