@@ -5,10 +5,13 @@ installed with pip (a wheel, Colab, a hub image), the copy the wheel carries in 
 `work_dir()` is where notebooks write (memory.jsonl, session.json, registries): work/ in a clone
 (git-ignored), or work/ next to the running notebook when installed; the LAB_WORK_DIR
 environment variable moves it (the test suite points it at a temporary folder).
+A lesson's folder, work_dir("lessonNN", ...), is held by one process at a time, for the process's life:
+a second run of the lesson at once would overwrite files the first one is reading.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -17,6 +20,13 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 ROOT = PACKAGE_DIR.parent
 INSTALLED = (PACKAGE_DIR / "data").is_dir()  # setup.py puts the data there in a wheel, never in a clone
 DATA_DIR = PACKAGE_DIR / "data" if INSTALLED else ROOT / "data"
+LOCK_FILE = ".lab-run.lock"  # a dot file: no lesson's listing (`*.jsonl`, `*.json`, `*.md`) matches it
+
+_held: dict[Path, int] = {}  # folder -> this process's open, locked LOCK_FILE in it
+
+
+class WorkFolderBusy(RuntimeError):
+    """Another process holds this lesson's work folder."""
 
 
 def work_root() -> Path:
@@ -25,11 +35,14 @@ def work_root() -> Path:
 
 
 def work_dir(*parts: str) -> Path:
-    """A folder under the work folder, created on first use."""
+    """A folder under the work folder, created on first use; work_dir("lessonNN", ...) also holds lessonNN."""
     moved = os.environ.get("LAB_WORK_DIR")
-    path = work_root().joinpath(*parts)
+    root = work_root()
+    path = root.joinpath(*parts)
     try:
         path.mkdir(parents=True, exist_ok=True)
+        if parts:
+            hold(root / parts[0])
     except OSError as error:
         # A notebook that moves its work folder itself breaks when graded: there the grader sets it.
         why = (f"LAB_WORK_DIR is {moved!r}; a graded notebook can write only to the work folder the grader "
@@ -38,6 +51,29 @@ def work_dir(*parts: str) -> Path:
         said = f"cannot create the work folder {path.absolute()}: {error.strerror}; {why}"
         raise OSError(error.errno, said) from None
     return path
+
+
+def hold(folder: Path) -> None:
+    """Lock `folder` for this process's life (the kernel's, the script's): the lock goes when the process does.
+
+    nbgrader's Validate runs a second kernel on the notebook while the student's own kernel holds the
+    folder; it takes no lock, as before, rather than fail on the student's open notebook."""
+    folder = folder.resolve()
+    if folder in _held or os.environ.get("NBGRADER_EXECUTION") == "validate":
+        return
+    lock = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(lock, 20).decode(errors="replace").strip() or "unknown"
+        os.close(lock)
+        raise WorkFolderBusy(
+            f"another run of this lesson (pid {holder}) is using the work folder {folder}: wait until that run "
+            "ends (a notebook's kernel ends when it is shut down or restarted), or set LAB_WORK_DIR to another "
+            "folder for this run") from None
+    os.ftruncate(lock, 0)
+    os.write(lock, str(os.getpid()).encode())
+    _held[folder] = lock
 
 
 def load_data(*parts: str):

@@ -113,6 +113,9 @@ jupyter_config/ the JupyterLab view (make lab and Binder use it)
 ```
 
 Notebooks write only to `work/` (`LAB_WORK_DIR` moves it).
+A lesson's folder there serves one run at a time: a second run of the same lesson at once (another
+kernel, another `nbconvert`) stops with a message naming the first one's pid; wait until it ends, or
+give the second its own `LAB_WORK_DIR`.
 """
 
 
