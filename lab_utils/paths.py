@@ -4,7 +4,7 @@
 installed with pip (a wheel, Colab, a hub image), the copy the wheel carries in lab_utils/data.
 `work_dir()` is where notebooks write (memory.jsonl, session.json, registries): work/ in a clone
 (git-ignored), or work/ next to the running notebook when installed; the LAB_WORK_DIR
-environment variable moves it (the test suite points it at a temporary folder).
+environment variable moves it (the test suite points it at a temporary folder; `~` means the home folder).
 A lesson's folder, work_dir("lessonNN", ...), is held by one process at a time, for the process's life:
 a second run of the lesson at once would overwrite files the first one is reading.
 """
@@ -31,7 +31,8 @@ class WorkFolderBusy(RuntimeError):
 
 def work_root() -> Path:
     """The work folder itself, not created."""
-    return Path(os.environ.get("LAB_WORK_DIR") or (Path.cwd() / "work" if INSTALLED else ROOT / "work"))
+    moved = os.environ.get("LAB_WORK_DIR")
+    return Path(moved).expanduser() if moved else Path.cwd() / "work" if INSTALLED else ROOT / "work"
 
 
 def work_dir(*parts: str) -> Path:
@@ -44,13 +45,31 @@ def work_dir(*parts: str) -> Path:
         if parts:
             hold(root / parts[0])
     except OSError as error:
-        # A notebook that moves its work folder itself breaks when graded: there the grader sets it.
-        why = (f"LAB_WORK_DIR is {moved!r}; a graded notebook can write only to the work folder the grader "
-               "sets (and /tmp), so leave LAB_WORK_DIR to the grader rather than set it in a notebook"
-               if moved else "make it writable, or set LAB_WORK_DIR to a folder that is")
-        said = f"cannot create the work folder {path.absolute()}: {error.strerror}; {why}"
+        said = f"cannot create the work folder {path.absolute()}: {error.strerror}; {advice(moved)}"
         raise OSError(error.errno, said) from None
     return path
+
+
+def advice(moved: str | None) -> str:
+    """What to do about a work folder that cannot be written, for whoever chose it."""
+    if not moved:
+        return "make it writable, or set LAB_WORK_DIR to a folder that is"
+    if moved == started_with("LAB_WORK_DIR"):
+        return (f"LAB_WORK_DIR is {moved!r}, set in the environment this runs in; make that folder writable, "
+                "or set LAB_WORK_DIR there to a folder that is")
+    # A notebook that moves its work folder itself breaks when graded: there the grader sets it.
+    return (f"LAB_WORK_DIR is {moved!r}, set by this notebook; a graded notebook can write only to the work "
+            "folder the grader sets (and /tmp), so leave LAB_WORK_DIR to the grader rather than set it in a notebook")
+
+
+def started_with(name: str) -> str | None:
+    """An environment variable as this process started with it, before any cell of a notebook changed it."""
+    try:
+        start = Path("/proc/self/environ").read_bytes().split(b"\0")
+    except OSError:  # no /proc (macOS): the environment as it is now
+        return os.environ.get(name)
+    prefix = os.fsencode(f"{name}=")
+    return next((os.fsdecode(entry[len(prefix):]) for entry in start if entry.startswith(prefix)), None)
 
 
 def hold(folder: Path) -> None:
