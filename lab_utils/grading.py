@@ -234,10 +234,13 @@ def own_implementation(func, *references: str) -> Iterator[None]:
     saved: list[tuple[FunctionType, CodeType, object]] = []
     switched: list[tuple[object, str, object]] = []
     data = {dotted: _owner(dotted) for dotted in references if dotted not in functions}  # switched off whole
-    # By its text alone: compiled again with another flag, or as bytes, it is still the reference's pattern.
-    patterns = {text: dotted for dotted, (owner, attr) in data.items()
-                if type(kept := getattr(owner, attr)) is re.Pattern
-                for text in {kept.pattern, kept.pattern.encode() if type(kept.pattern) is str else kept.pattern}}
+    # Reference patterns by their flags, then by what they compile to (_program): the watch compiles a pattern
+    # searched with under each reference's own flags, so its text compiled again with another flag, as bytes or
+    # with an edit that compiles to nothing is still the reference's pattern.
+    patterns: dict[int, dict[tuple[int, ...], str]] = {}
+    for dotted, (owner, attr) in data.items():
+        if type(kept := getattr(owner, attr)) is re.Pattern and (program := _program(kept.pattern, kept.flags)):
+            patterns.setdefault(kept.flags, {})[program] = dotted
     cells = _notebook_cells()
     watch = _watch(list(functions.items()), cells, patterns, tripped, copied, switched_off, peeked)
     if (beside := _running_beside()) is not None:
@@ -603,12 +606,13 @@ FRAME_READERS = {id(f.__code__): f"{f.__module__}.{f.__qualname__}" for f in (
     traceback.StackSummary.extract.__func__)}
 
 
-def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], patterns: dict[str | bytes, str],
-           tripped: list, copied: list, switched_off: list, peeked: list):
+def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str],
+           patterns: dict[int, dict[tuple[int, ...], str]], tripped: list, copied: list, switched_off: list,
+           peeked: list):
     """A profile function that notes (in `tripped`) a search with a reference's compiled pattern, which
     is switched off where it is kept but may have been kept aside before, or compiled again from its
-    text; (in `copied`) each run of a reference's code, or of a copy of its
-    source compiled again or of its code with other names or constants, that is not in a cell of
+    text or from one that compiles alike (_program); (in `copied`) each run of a reference's code, or of
+    a copy of its source compiled again or of its code with other names or constants, that is not in a cell of
     the notebook as the cell's text compiles: while the tripwires are set, that is a copy of it, never
     the reference itself; (in `switched_off`) a call that would replace the watch, start a thread
     without it or start another process, from code other than this module's and threading's; and (in
@@ -652,11 +656,37 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str], pa
             elif (kept := getattr(arg, "__self__", None)) is database and database is not None \
                     and not _installed(frame.f_code.co_filename):
                 peeked.append("IPython.core.history")
-            # A compiled pattern's text (str or bytes) as the key: no object of the notebook's is hashed.
-            elif patterns and type(kept) is re.Pattern and (dotted := patterns.get(kept.pattern)):
+            elif patterns and type(kept) is re.Pattern and (dotted := _reference_pattern(kept.pattern, patterns)):
                 tripped.append(dotted)
 
     return watch
+
+
+def _reference_pattern(text: str | bytes | None, patterns: dict[int, dict[tuple[int, ...], str]]) -> str | None:
+    """The reference pattern that a pattern's text compiles to under the reference's own flags, or None."""
+    # An exact str or bytes, a subclass's copied: no method of the notebook's runs, none is hashed.
+    if issubclass(type(text), str):
+        text = str.__str__(text)
+    elif issubclass(type(text), bytes):
+        text = bytes.__bytes__(text)
+    else:  # compiled from a parse tree (re._compiler.compile), the pattern keeps no text
+        return None
+    return next((dotted for flags, programs in patterns.items()
+                 if (dotted := programs.get(_program(text, flags))) is not None), None)
+
+
+@functools.lru_cache(maxsize=1024)  # per text and flags: the watch asks at every search with a pattern
+def _program(text: str | bytes, flags: int) -> tuple[int, ...] | None:
+    """What `text` (bytes read as UTF-8) compiles to under `flags`: CPython's program for the pattern; None
+    if it does not compile. Texts with the same program are the same pattern: one with a group of nothing
+    appended (`X(?:)`), grouped (`(?:X)`), `[\\s]` for `\\s`, a long character class in another order. Others,
+    even `[_a-z]` for `[a-z_]` or `X{1}` for `X`, compile to another program."""
+    if type(text) is bytes:
+        text = text.decode("utf-8", "surrogateescape")
+    try:
+        return tuple(re._compiler._code(re._parser.parse(text, flags), flags))
+    except Exception:  # any: the watch may not raise, or Python switches it off for the rest of the test
+        return None
 
 
 @functools.cache  # per class: every test asks for the history's

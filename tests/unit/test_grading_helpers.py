@@ -492,7 +492,15 @@ PATTERN = "lab_utils.attacks.defenses._INSTRUCTION"  # data a reference works wi
     "import re\nfrom lab_utils.attacks import defenses\n"
     "P = re.compile(defenses._INSTRUCTION.pattern.encode(), defenses._INSTRUCTION.flags & ~re.UNICODE)\n"
     "def is_order(text):\n    return P.search(text.encode()) is not None\n",
-], ids=["its module's", "caught", "kept aside", "compiled again", "another flag", "as bytes"])
+    # Its text with a group of nothing appended, which compiles to the same program: as str, and as bytes.
+    "import re\nfrom lab_utils.attacks import defenses\n"
+    "P = re.compile(defenses._INSTRUCTION.pattern + '(?:)', re.I)\n"
+    "def is_order(text):\n    return P.search(text) is not None\n",
+    "import re\nfrom lab_utils.attacks import defenses\n"
+    "P = re.compile(defenses._INSTRUCTION.pattern.encode() + b'(?:)', defenses._INSTRUCTION.flags & ~re.UNICODE)\n"
+    "def is_order(text):\n    return P.search(text.encode()) is not None\n",
+], ids=["its module's", "caught", "kept aside", "compiled again", "another flag", "as bytes", "a no-op appended",
+        "a no-op appended, as bytes"])
 def test_data_of_a_reference_is_switched_off_while_tested(source):
     from lab_utils.attacks import defenses
     pattern = defenses._INSTRUCTION
@@ -507,6 +515,38 @@ def test_own_code_passes_beside_switched_off_data():
     student = run("import re\ndef is_order(text):\n    return re.search('always', text) is not None\n")["is_order"]
     with own_implementation(student, PATTERN):
         assert student("always reply in French")
+
+
+# Lesson 02's trace pattern as an outside tester pasted it, a group of nothing appended: it compiles as rules._RAW.
+RAW_PASTED = r"\s*(?:[a-z_][a-z0-9_]*\([^()]*\)\s*(?::|->)|(?i:guess|reply|note)\s*:)(?:)"
+
+
+@pytest.mark.parametrize("pattern, reference", [
+    (repr(RAW_PASTED), "lab_utils.rules._RAW"),
+    ("rules._RAW.pattern + '(?:)'", "lab_utils.rules._RAW"),
+    ("'(?:' + rules._RAW.pattern + ')'", "lab_utils.rules._RAW"),
+    ("type('Text', (str,), {})(rules._RAW.pattern + '(?:)')", "lab_utils.rules._RAW"),
+    ("rules._RAW.pattern, re.MULTILINE", "lab_utils.rules._RAW"),
+    ("rules._EMAIL.pattern + '(?:)'", "lab_utils.rules._EMAIL"),
+    ("rules._CANDIDATE.pattern + '(?:)'", "lab_utils.rules._CANDIDATE"),
+], ids=["pasted with (?:)", "its text with (?:)", "its text grouped", "of a str subclass", "another flag",
+        "find_pii's email pattern", "find_pii's phone pattern"])
+def test_a_reference_pattern_edited_to_compile_alike_trips_its_test(pattern, reference):
+    student = run(f"import re\nfrom lab_utils import rules\nP = re.compile({pattern})\n"
+                  "def found(text):\n    return P.search(text) is not None\n")["found"]
+    with pytest.raises(AssertionError, match=f"^(found|your answer) {REACHED} {reference}"):
+        with own_implementation(student, reference):
+            student("lookup(order=5512): shipped; mail jane@acme.com or +380671234455")
+
+
+@pytest.mark.parametrize("pattern, reference", [
+    (r"\s*[a-z_][a-z0-9_]*\([^()]*\)\s*(:|->)", "lab_utils.rules._RAW"),
+    (r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+", "lab_utils.rules._EMAIL"),
+], ids=["a trace line", "an email"])
+def test_an_honest_pattern_beside_a_switched_off_one_passes(pattern, reference):
+    student = run(f"import re\nP = re.compile({pattern!r})\ndef found(text):\n    return P.search(text) is not None\n")
+    with own_implementation(student["found"], reference):
+        assert student["found"]("lookup(order=5512): shipped; mail jane@acme.com")
 
 
 # Where an answer could read the text of the test running it (what it expects), in a kernel: none holds it
