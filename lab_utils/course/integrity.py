@@ -81,8 +81,10 @@ MACHINERY = ("IPython.core.interactiveshell", "IPython.core.history", "IPython.c
 JUDGES = ("math", "pandas.testing")
 # What lab_utils.grading judges an answer with, and the report hashes with: patched (sys.setprofile a
 # no-op, inspect.getattr_static lying about a reference), its checks would pass a copy of the reference.
+# own_implementation is a context manager: an __exit__ patched swallows a test's error. The watch compiles a
+# searched pattern's text with re's own parser and compiler: patched, a reference's pattern would compile to nothing.
 TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceback", "importlib", "hashlib",
-         "contextlib")  # own_implementation is a context manager: an __exit__ patched swallows a test's error
+         "contextlib", "re._parser", "re._compiler")
 
 
 # What the grader's hook says when a notebook's code reads a frame it could climb to a running test from,
