@@ -16,6 +16,9 @@ from nbgrader import utils
 
 # Magics that run the Python code they are handed: a line magic's text, a cell magic's line and body.
 RUNS_CODE = {"time", "timeit"}
+# Where the grader keeps the message of an error it added to a cell itself: in the cell's metadata, which no code
+# of the notebook's can write, so feedback can tell that error from one a notebook's code forged to look alike.
+GRADERS_ERROR = "graders_error"
 
 
 def is_test(cell) -> bool:

@@ -8,7 +8,8 @@ Student code can carry a hidden test's text into what it prints, shows or raises
 (reversed, hex, compressed): once a hidden test has run, the kernel holds its text, and what the student's
 functions were handed (the hidden tests' inputs). So from the first cell with hidden tests on, feedback shows
 no cell's output but its error, as one line: `name: message` (WITHHELD_AFTER characters at most) when a test
-cell's own code raised it (its assert or raise: the innermost frame of the traceback is a test cell's), else
+cell's own code raised it (its assert or raise: the innermost frame of the traceback is a test cell's) or the
+grader did (its checks and tripwires in lab_utils/grading.py, an error it added to the cell itself), else
 `name: NOT_THE_TESTS`, since the message of an error raised in the student's code, or in anything it or the
 test called, is the student's to write. An output line that holds a line of a hidden test is replaced by
 HIDDEN wherever it is.
@@ -22,7 +23,7 @@ import re
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import ClearHiddenTests
 
-from lab_utils.course.cells import is_test
+from lab_utils.course.cells import GRADERS_ERROR, is_test
 
 HIDDEN = "[a line of a hidden test]"
 SHORTEST = 8  # characters: a shorter line (`else:`, `pass`) is no test's own, and may well be printed
@@ -35,7 +36,10 @@ NOT_THE_TESTS = ("[its message is not shown in feedback: it was raised outside t
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # A traceback entry that is a frame, as IPython writes it: `Cell In[3], line 2` (the cell run as In[3]) or
 # `File /path/to/module.py:7` (a file's, or `<string>` for code run by exec).
-FRAME = re.compile(r"\s*(?:Cell In\[(\d+)\]|File )")
+FRAME = re.compile(r"\s*(?:Cell In\[(\d+)\]|File (.+?):\d+)")
+# The grader's own frames: its checks and the tripwires that stand in for switched-off references say which rule
+# an answer broke, in words of the course's.
+GRADING = ("lab_utils/grading.py", "<tripwire of ")
 
 
 class HiddenTestsOut(ClearHiddenTests):
@@ -54,7 +58,7 @@ class HiddenTestsOut(ClearHiddenTests):
             for output in cell.get("outputs", []):
                 _scrub(output, hidden)
             if self._hidden_at and index >= self._hidden_at[0] and cell.get("outputs"):
-                cell.outputs = _errors_alone(cell.outputs, tests)
+                cell.outputs = _errors_alone(cell.outputs, tests, cell.metadata.get(GRADERS_ERROR))
         return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
@@ -68,12 +72,12 @@ class HiddenTestsOut(ClearHiddenTests):
         return cell, resources
 
 
-def _errors_alone(outputs: list, tests: set[int]) -> list:
+def _errors_alone(outputs: list, tests: set[int], graders: str | None = None) -> list:
     """The errors among `outputs`, each as one line, and a note for what else there was. `tests`: the
-    execution counts of the test cells."""
+    execution counts of the test cells; `graders`: the message of the error the grader added to the cell."""
     errors = [output for output in outputs if output.output_type == "error"]
     for error in errors:
-        if not _raised_by_test(error.traceback, tests):
+        if not (_raised_by_test(error.traceback, tests) or error.evalue == graders):
             message = NOT_THE_TESTS
         elif len(error.evalue) <= WITHHELD_AFTER:
             message = error.evalue
@@ -84,11 +88,14 @@ def _errors_alone(outputs: list, tests: set[int]) -> list:
 
 
 def _raised_by_test(traceback: list[str], tests: set[int]) -> bool:
-    """Whether the traceback's innermost frame is a test cell's (`tests`: their execution counts); not when no
-    frame is found in it. Its last entry is the error's own line, not a frame: an error class the student
-    names `Cell In[3]` must not pass for one."""
+    """Whether the traceback's innermost frame is a test cell's (`tests`: their execution counts) or the
+    grader's own; not when no frame is found in it. Its last entry is the error's own line, not a frame: an
+    error class the student names `Cell In[3]` must not pass for one."""
     frames = [frame for entry in traceback[:-1] if (frame := FRAME.match(ANSI.sub("", entry)))]
-    return bool(frames) and frames[-1][1] is not None and int(frames[-1][1]) in tests
+    if not frames:
+        return False
+    cell, file = frames[-1].groups()
+    return int(cell) in tests if cell is not None else file.endswith(GRADING[0]) or file.startswith(GRADING[1])
 
 
 def _scrub(output, hidden: set[str]) -> None:

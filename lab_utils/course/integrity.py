@@ -56,7 +56,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets.config import Config
 
-from lab_utils.course.cells import is_test, parsed_cell
+from lab_utils.course.cells import GRADERS_ERROR, is_test, parsed_cell
 from lab_utils.course.releases import released_test_cells
 from lab_utils.grading import COPIED, DECIDES, PACKAGE_DIR, PEEKED, REACHED, SEALED_CELLS, SWITCHED, TAKEN
 
@@ -661,6 +661,7 @@ class Verify(NbGraderPreprocessor):
                 why = f"{grade_id} did not run as released: {'; '.join(reasons)}"
                 cell.outputs.append(nbformat.v4.new_output("error", ename="IntegrityError", evalue=why,
                                                            traceback=[f"IntegrityError: {why}"]))
+                cell.metadata[GRADERS_ERROR] = why
                 notes.append(why)
         if not notes and first and died_at is None:
             # Nothing named yet, so no cheat changed a test's outcome; one that failed may still be there.

@@ -29,8 +29,10 @@ from nbgrader import utils
 from lab_utils.course.cells import is_test, parsed_cell
 
 # Names that reach the interpreter or the kernel, or run text as code.
+# In, _ih: the kernel's input history. _render_traceback_: an error's traceback as the student writes it, which
+# feedback could take for a test cell's or the grader's own.
 NAMES = {"exec", "eval", "compile", "__import__", "globals", "vars", "locals", "breakpoint", "get_ipython",
-         "__builtins__", "setattr", "delattr", "In", "_ih"}  # In, _ih: the kernel's input history
+         "__builtins__", "setattr", "delattr", "In", "_ih", "_render_traceback_"}
 # Modules an answer to these lessons never needs: the interpreter's and the kernel's insides, the grader.
 MODULES = {"builtins", "ast", "inspect", "dis", "gc", "ctypes", "importlib", "IPython", "ipykernel", "traceback",
            "threading", "_thread", "multiprocessing", "subprocess", "signal", "atexit", "weakref", "marshal",
@@ -54,7 +56,7 @@ ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subcl
               "run_cell", "run_code", "ast_parse", "set_custom_exc", "InteractiveTB", "display_pub", "shell_handlers",
               "history_manager", "_GeneratorContextManager", "fork", "forkpty", "_exit", "execv", "execve",
               "__setattr__", "__delattr__", "__file__", "In", "_ih",
-              "__annotations__"}  # a class's annotations: what typing.get_type_hints evaluates as code
+              "_render_traceback_", "__annotations__"}  # a class's annotations: what typing.get_type_hints evaluates as code
 # Functions of a library an answer never needs, whose names are common words elsewhere (`prompt.system`).
 CALLS = {"os.system", "os.popen", "os.spawnv", "os.spawnl", "os.posix_spawn", "os.posix_spawnp", "sys.audit",
          "sys.path", "types.FunctionType", "types.CodeType", "types.LambdaType",

@@ -7,6 +7,7 @@ import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
+from lab_utils.course.cells import GRADERS_ERROR
 from lab_utils.course.hidden import HIDDEN, NOT_THE_TESTS, WITHHELD, WITHHELD_AFTER, HiddenTestsOut
 from tests.nbtools import SHUTDOWN, UnixSocketKernelManager
 
@@ -109,12 +110,16 @@ RAISED_ELSEWHERE = {"the answer's raise": ("choose_min_score([0.5])", "ValueErro
                     "a library the test called": ("json.loads('{' + repr(top_k))", "JSONDecodeError"),
                     "an error class named as the hidden test's frame is": ("forged()", "Cell In[2], line 1")}
 OWN_ASSERT = "assert top_k([('m-3', 0.5)], 1, 0.0) == [], 'return only what clears the threshold'"
+# The grader's own words: an answer that reached a switched-off reference trips its stand-in.
+TRIPPED = ("import lab_utils.memory\nfrom lab_utils.grading import own_implementation\n"
+           "def ranked(items, k, threshold):\n    return lab_utils.memory.top_k(items, k, threshold)\n"
+           "with own_implementation(ranked, 'lab_utils.memory.top_k'):\n    ranked([], 1, 0.0)")
 
 
 @pytest.fixture(scope="module")
 def attacked(tmp_path_factory):
     """The attack's notebook as autograde leaves it (really run), then as feedback shows it."""
-    tests = [source for source, _ in RAISED_ELSEWHERE.values()] + [OWN_ASSERT]
+    tests = [source for source, _ in RAISED_ELSEWHERE.values()] + [TRIPPED, OWN_ASSERT]
     nb = new_notebook(cells=[answer_cell(ATTACK), graded_cell(RAN)]
                       + [graded_cell(source, grade_id=f"test-{n}") for n, source in enumerate(tests)])
     NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True, shutdown_kernel=SHUTDOWN,
@@ -139,3 +144,21 @@ def test_no_input_of_the_hidden_test_reaches_the_feedback(attacked):
 def test_after_a_hidden_test_a_test_cells_own_assert_shows_its_message(attacked):
     [error] = attacked.cells[-1].outputs
     assert error.traceback == ["AssertionError: return only what clears the threshold"]
+
+
+def test_after_a_hidden_test_the_graders_own_message_is_shown(attacked):
+    [error] = next(cell for cell in attacked.cells if cell.source == TRIPPED).outputs
+    assert "reached the lab_utils reference lab_utils.memory.top_k" in error.evalue
+
+
+def test_an_error_the_grader_added_is_shown_and_one_forged_alike_is_not():
+    why = "test-own did not run as released: lab_utils.memory.top_k was replaced by code defined in the notebook"
+    def said():
+        return new_output("error", ename="IntegrityError", evalue=why, traceback=[f"IntegrityError: {why}"])
+
+    added = graded_cell("assert True", [said()], "test-added", execution_count=2)
+    added.metadata[GRADERS_ERROR] = why
+    forged = graded_cell("assert True", [said()], "test-forged", execution_count=3)  # as _render_traceback_ can
+    nb = feedback(new_notebook(cells=[graded_cell(HIDDEN_TEST, execution_count=1), added, forged]))
+    assert nb.cells[1].outputs[0].evalue == why
+    assert nb.cells[2].outputs[0].evalue == NOT_THE_TESTS

@@ -60,6 +60,10 @@ CHEATS = {
     "the test's output captured": ("%%capture\ndef answer():\n    return 1", "get_ipython"),
     "a library's inside by a computed name": ("import sys\ndef answer():\n    return getattr(sys, '_get' + 'frame')(1)",
                                               "getattr(sys, ...)"),
+    "a traceback written by the notebook": ("class Shown(Exception):\n    def _render_traceback_(self):\n"
+                                           "        return ['Cell In[3], line 1', 'Shown: x']", "def _render_traceback_"),
+    "a traceback set on a class": ("def answer(error=ValueError):\n    error._render_traceback_ = list",
+                                   "._render_traceback_"),
     "text run as code": ("def answer():\n    return eval('1 + 1')", "eval"),
     "a name in pieces": ("def answer():\n    return getattr(answer, '__glo' + 'bals__')",
                          "'__globals__' spelled in pieces"),
