@@ -23,6 +23,21 @@ def offline(monkeypatch, tmp_path):
     return tmp_path
 
 
+@pytest.fixture
+def server(offline, monkeypatch):
+    """Live mode pointed at a local Messages API server (tests/live_server.py), with a fresh spending meter."""
+    from lab_utils import llm
+    from live_server import KEY, serve
+
+    with serve() as running:
+        monkeypatch.setenv("LAB_LIVE", "1")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", running.url)
+        monkeypatch.setattr(llm, "METER", llm.Meter())
+        monkeypatch.setattr(llm, "SAID", set())  # what the model layer said once per kernel
+        yield running
+
+
 def run_folder(tmp_path_factory, name: str) -> Path:
     """A folder every worker of this test run shares (xdist gives each worker a base of its own)."""
     base = tmp_path_factory.getbasetemp()

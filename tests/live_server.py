@@ -107,3 +107,19 @@ def serve():
         server.release.set()
         server.shutdown()
         server.server_close()
+
+
+# The ways the model layer itself fails, as opposed to an answer that arrives and is wrong.
+LAYER_FAILURES = ("closed port", "wrong key", "spending cap", "rate_limited", "overloaded", "malformed", "stall")
+
+
+def fail_live_calls(how: str, server: MessagesServer, monkeypatch) -> None:
+    """From now on every live call fails the way `how` (one of LAYER_FAILURES) says."""
+    if how == "closed port":
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{unused_port()}")
+    elif how == "wrong key":
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-not-this-one")
+    elif how == "spending cap":
+        monkeypatch.setenv("LAB_MAX_USD", "0")
+    else:
+        server.behaviour = how

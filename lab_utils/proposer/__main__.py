@@ -19,6 +19,8 @@ import os
 import sys
 from pathlib import Path
 
+import anthropic
+
 from lab_utils import llm
 
 from .campaign import OutputExists, Study, run_study
@@ -119,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                            approved=not args.decline, note=args.note)
             print(f"recorded {line['decision']} of {args.candidate} (campaign {campaign}) by "
                   f"{args.reviewer} as line {line['seq']}: {json.dumps(line['config'])}")
-    except (OutputExists, FileNotFoundError, ValueError, llm.LiveModeRefused, llm.NoStoredAnswer) as error:
+    # A replay miss or a failure of the live model layer: its own one-line message says what to do.
+    except (OutputExists, FileNotFoundError, ValueError, llm.LiveModeRefused, anthropic.AnthropicError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

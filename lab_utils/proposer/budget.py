@@ -3,8 +3,8 @@
 Before each call the runner reserves an upper bound on its cost: the request's input tokens,
 over-estimated from its size, at the dearer of the input and cache-write prices, plus
 `max_tokens` of output. After the call the reservation is replaced by the real cost from the
-answer's usage. A call that failed or was cut off has no trustworthy usage, so it keeps its
-reservation: the budget may over-count, never under-count.
+answer's usage, as the model layer's meter counts it. A call that got no answer is released: the
+meter counted nothing for it, and the study stops there with the model layer's error.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class Budget:
         if limit_usd < 0:
             raise ValueError(f"budget must not be negative (got {limit_usd})")
         self.limit_usd = limit_usd
-        self.spent_usd = 0.0  # settled real costs plus kept reservations
+        self.spent_usd = 0.0  # the real costs of the answers that arrived
         self.held_usd = 0.0  # reservations of calls still in flight
 
     @property
@@ -75,8 +75,6 @@ class Budget:
         self.spent_usd += real
         return real
 
-    def keep(self, reservation: Reservation) -> float:
-        """A failed or cut call: its reservation is charged in full."""
+    def release(self, reservation: Reservation) -> None:
+        """A call that got no answer: it costs nothing, and its reservation is free again."""
         self.held_usd -= reservation.usd
-        self.spent_usd += reservation.usd
-        return reservation.usd

@@ -73,7 +73,11 @@ class _Campaign:
 
     def call(self, n: int, body: dict[str, Any], result: CampaignResult,
              common: dict[str, Any]) -> tuple[Any, dict[str, Any]] | None:
-        """Reserve, call, settle. None (recorded; the campaign ends) if no answer came back."""
+        """Reserve, call, settle. None (recorded; the campaign ends) if the budget refuses the call.
+
+        A failure of the model layer itself (no server, a refused key, the spending cap, a rate
+        limit, a timeout...) is not an answer to record: its error stops the study at this call.
+        """
         try:
             reservation = self.budget.reserve(body)
         except RequestTooLarge as error:
@@ -84,16 +88,12 @@ class _Campaign:
             self.record("budget_exhausted", n, **common, remaining_usd=self.budget.remaining_usd)
             result.stop_reason = "budget_exhausted"
             return None
-        result.calls += 1
         try:
             message = self.client.messages.create(**body, timeout=self.timeout)
-        except anthropic.APIError as error:  # API errors, refused connections, timeouts
-            charged = self.budget.keep(reservation)
-            result.cost_usd += charged
-            self.record("call_failed", n, **common, error=f"{type(error).__name__}: {error}",
-                        reserved_usd=reservation.usd, cost_usd=charged, usage=None)
-            result.stop_reason = "call_failed"
-            return None
+        except Exception:
+            self.budget.release(reservation)  # no answer arrived, so the meter counted nothing
+            raise
+        result.calls += 1
         charged = self.budget.settle(reservation, message.usage)
         result.cost_usd += charged
         return message, {"reserved_usd": reservation.usd, "cost_usd": charged,

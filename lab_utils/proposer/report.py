@@ -12,8 +12,7 @@ from .registry import read, verify
 from .study import Study
 
 OUTCOME = {"evaluation": "evaluated", "rejected": "rejected", "stop": "stop",
-           "call_failed": "call failed", "budget_exhausted": "budget exhausted",
-           "request_too_large": "request too large"}
+           "budget_exhausted": "budget exhausted", "request_too_large": "request too large"}
 
 
 def _row(line: dict[str, Any]) -> dict[str, Any]:

@@ -9,22 +9,10 @@ import pytest
 
 from lab_utils import crystallize, llm, paths
 from lab_utils.memory import MemoryStore
-from live_server import KEY, RETRY_AFTER, reply, serve
+from live_server import KEY, RETRY_AFTER, reply
 from ports import unused_port
 
 HELLO = {"model": llm.MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "Say hi"}]}
-
-
-@pytest.fixture
-def server(offline, monkeypatch):
-    """Live mode pointed at a local server, with a fresh spending meter."""
-    with serve() as running:
-        monkeypatch.setenv("LAB_LIVE", "1")
-        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", running.url)
-        monkeypatch.setattr(llm, "METER", llm.Meter())
-        monkeypatch.setattr(llm, "SAID", set())  # what the model layer said once per kernel
-        yield running
 
 
 def test_a_lesson_calls_the_model_live(server, tmp_path):

@@ -1,4 +1,4 @@
-"""Budget reservations, and how a campaign ends when money runs out or a call fails."""
+"""Budget reservations, and how a study ends when money runs out or the model layer fails."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import anthropic
 import httpx2
 import pytest
 
+from lab_utils import llm
 from lab_utils.llm import RESPONSES_DIR, canonical, cost_usd, price
-from lab_utils.proposer import Budget, RequestTooLarge, run_study, worst_case_usd
+from lab_utils.proposer import Budget, RequestTooLarge, campaign, run_study, worst_case_usd
 from lab_utils.proposer.budget import BYTES_PER_TOKEN, MAX_INPUT_TOKENS, OVERHEAD_TOKENS
 from lab_utils.proposer.registry import read
+from live_server import LAYER_FAILURES, fail_live_calls
 
 MODEL = "claude-haiku-5-5"
 
@@ -51,11 +53,10 @@ def test_settle_replaces_the_reservation_by_the_real_cost_with_cache_writes():
     assert budget.spent_usd == pytest.approx(real) and budget.held_usd == pytest.approx(0)
 
 
-def test_a_failed_call_keeps_its_reservation():
+def test_a_released_reservation_adds_nothing_to_spent():
     budget = Budget(0.10)
-    reservation = budget.reserve(body())
-    assert budget.keep(reservation) == reservation.usd
-    assert budget.spent_usd == pytest.approx(reservation.usd)
+    budget.release(budget.reserve(body()))
+    assert (budget.spent_usd, budget.held_usd, budget.remaining_usd) == (0, 0, 0.10)
 
 
 def test_a_call_that_does_not_fit_is_not_reserved():
@@ -83,26 +84,44 @@ def test_a_budget_too_small_for_one_call_ends_cleanly_with_zero_calls(offline):
     assert (offline / "study" / "report.md").exists()
 
 
-def _server_error(request: httpx2.Request) -> httpx2.Response:
-    return httpx2.Response(
-        500, json={"type": "error", "error": {"type": "api_error", "message": "boom"}})
+@pytest.mark.parametrize("how", LAYER_FAILURES)
+def test_a_failure_of_the_model_layer_stops_the_study_with_its_message_and_records_nothing(
+        server, monkeypatch, offline, how):
+    fail_live_calls(how, server, monkeypatch)
+    with pytest.raises(anthropic.AnthropicError) as direct:  # the same call made outside a study
+        llm.make_client(timeout=0.5).messages.create(**body())
+    sent = len(server.requests)
+    with pytest.raises(type(direct.value)) as failed:
+        run_study(offline / "study", timeout=0.5)
+    assert str(failed.value) == str(direct.value) and "\n" not in str(failed.value), "the layer's own one line"
+    assert len(server.requests) - sent <= 1, "the study stops at its first call"
+    assert [line["kind"] for line in read(offline / "study" / "registry.jsonl")] == ["evaluation"], \
+        "the baseline only: nothing is recorded for a call that got no answer"
+    assert not (offline / "study" / "report.json").exists()
 
 
-def _timeout(request: httpx2.Request) -> httpx2.Response:
-    raise httpx2.ReadTimeout("read timed out", request=request)
+def test_a_failed_call_adds_nothing_to_what_the_study_spent(offline, monkeypatch):
+    """Campaign 1 gets its four answers; the first call of campaign 2 finds the server overloaded."""
+    monkeypatch.setattr(llm, "METER", llm.Meter())
+    budgets = []
+    monkeypatch.setattr(campaign, "Budget", lambda limit: budgets.append(Budget(limit)) or budgets[-1])
+    answers = llm.replay_handler()
+    answered = []
 
+    def four_then_overloaded(request: httpx2.Request) -> httpx2.Response:
+        if len(answered) == 4:
+            return httpx2.Response(529, json={"type": "error", "error": {"type": "overloaded_error",
+                                                                         "message": "Overloaded"}})
+        answered.append(request)
+        return answers(request)
 
-@pytest.mark.parametrize(("handler", "error"), [(_server_error, "InternalServerError"),
-                                                (_timeout, "APITimeoutError")])
-def test_a_failed_call_is_recorded_charged_its_reservation_and_ends_the_campaign(
-        offline, handler, error):
-    sent = []
-    counted = client(lambda request: sent.append(request) or handler(request), max_retries=3)
-    study = run_study(offline / "study", campaigns=2, client=counted)
-    assert [c.stop_reason for c in study.campaigns] == ["call_failed"] * 2
-    assert len(sent) == 2 and [c.calls for c in study.campaigns] == [1, 1]  # no silent retry
-    failed = [line for line in read(study.registry) if line["kind"] == "call_failed"]
-    assert len(failed) == 2 and all(error in line["error"] for line in failed)
-    assert all(line["cost_usd"] == line["reserved_usd"] > 0 for line in failed)
-    assert study.budget.spent_usd == pytest.approx(sum(line["cost_usd"] for line in failed))
-    assert study.budget.held_usd == pytest.approx(0)
+    live = anthropic.Anthropic(api_key="test-no-key", max_retries=0, http_client=httpx2.Client(
+        transport=llm.LiveTransport(None, inner=httpx2.MockTransport(four_then_overloaded))))
+    with pytest.raises(anthropic.OverloadedError):
+        run_study(offline / "study", client=live)
+    lines = read(offline / "study" / "registry.jsonl")
+    assert [line["kind"] for line in lines] == ["evaluation"] * 4 + ["stop", "evaluation"]
+    assert llm.METER.calls == 4
+    assert budgets[0].spent_usd == pytest.approx(llm.METER.usd) == pytest.approx(
+        sum(line["cost_usd"] for line in lines)), "spent is what the meter counted for the answers that arrived"
+    assert budgets[0].held_usd == 0
