@@ -3,9 +3,10 @@
 The model reads the packet with the current self-memo and skills, and answers in the
 schema of `Reflection`: create a skill, patch one, rewrite a part of the memo, or say
 there is nothing to save. The prompt asks for executable rules; the code enforces them.
-A schema failure, a lint failure, a refusal or an API error is reported in the Outcome
-and changes no file: every change is prepared in memory first and written only when
-the whole answer has passed.
+A schema failure, a lint failure or a refusal is reported in the Outcome and changes no
+file: every change is prepared in memory first and written only when the whole answer has
+passed. A failure of the model layer itself (no server, a refused key, the spending cap, a
+rate limit...) is no answer at all: its error stops the reflection, and no file is touched.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def build_request(agent: str, packet: Packet, memo: SelfMemo, skills: list[Skill
 
 @dataclass(frozen=True)
 class Outcome:
-    status: Literal["applied", "nothing_to_save", "rejected", "refused", "error"]
+    status: Literal["applied", "nothing_to_save", "rejected", "refused"]
     changes: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     reflection: Reflection | None = None
@@ -181,10 +182,7 @@ def plan(reflection: Reflection, store: SkillStore, memo: SelfMemo, now: dt.date
 def reflect(client: anthropic.Anthropic, request: dict, store: SkillStore, memo_path: Path,
             now: dt.datetime) -> Outcome:
     """Send the request, check the answer, and apply it only if all of it passes."""
-    try:
-        message = client.messages.create(**request)
-    except anthropic.APIError as error:
-        return Outcome("error", problems=(f"{type(error).__name__}: {error}",))
+    message = client.messages.create(**request)
     if message.stop_reason == "refusal":
         why = message.stop_details.explanation if message.stop_details else None
         return Outcome("refused", problems=(f"the model refused: {why or 'no reason given'}",), message=message)

@@ -18,6 +18,7 @@ from lab_utils.reflection import (RUNS_DIR, SCHEMA, Reflection, Reflector, SelfM
                                   system_prompt)
 from lab_utils.files import atomic_write_text
 from lab_utils.reflection.memo import MEMO_PART_CHARS, MemoFileError
+from live_server import LAYER_FAILURES, fail_live_calls
 
 UTC = dt.timezone.utc
 T = [dt.datetime(2026, 3, day, 12, tzinfo=UTC) for day in range(1, 16)]  # T[d] is March d+1
@@ -260,6 +261,20 @@ def test_a_request_without_a_stored_answer_stops_with_how_to_go_live_and_changes
     before = snapshot(tmp_path / "work")
     with pytest.raises(llm.NoStoredAnswer, match="LAB_LIVE=1"):  # not an "error" outcome the loop would skip
         reflect(llm.make_client(responses_dir=tmp_path), demo_request, store, memo_path, T[5])
+    assert snapshot(tmp_path / "work") == before
+
+
+@pytest.mark.parametrize("how", LAYER_FAILURES)
+def test_a_failure_of_the_model_layer_stops_the_reflection_with_its_message_and_changes_no_file(
+        server, monkeypatch, tmp_path, demo_request, work, how):
+    fail_live_calls(how, server, monkeypatch)
+    with pytest.raises(anthropic.AnthropicError) as direct:  # the same call made outside a reflection
+        llm.make_client(timeout=0.5).messages.create(**demo_request)
+    store, memo_path = work
+    before = snapshot(tmp_path / "work")
+    with pytest.raises(type(direct.value)) as failed:  # not an outcome the loop would write down and pass
+        reflect(llm.make_client(timeout=0.5), demo_request, store, memo_path, T[5])
+    assert str(failed.value) == str(direct.value) and "\n" not in str(failed.value), "the layer's own one line"
     assert snapshot(tmp_path / "work") == before
 
 
