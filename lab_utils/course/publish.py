@@ -2,7 +2,8 @@
 
 Left out: solutions/ (reference answers and hidden tests), tests/ and their grading fixtures,
 benchmarks/, docs/instructors.md, this package (lab_utils/course/) and everything nbgrader keeps
-for the instructor (gradebook, submissions). The students' README and Makefile are written here.
+for the instructor (gradebook, submissions). The students' README, Makefile and .gitignore are written
+here, and pyproject.toml's comments, which name the course's own files, are replaced.
 A folder already holding a publish is replaced (its .git kept, so the next publish is a commit);
 any other non-empty folder is refused.
 """
@@ -46,9 +47,16 @@ validate: $(READY)
 GITIGNORE = """\
 .venv/
 __pycache__/
-*.egg-info/
 .ipynb_checkpoints/
 work/
+# what `pip install .` leaves
+build/
+*.egg-info/
+"""
+
+# The course's pyproject.toml comments name its tests, scripts and README; the students' copy says this instead.
+PYPROJECT_HEADER = """\
+# Pinned exactly, so that every student and the grader run the same code; environment.yml (Binder) repeats the pins.
 """
 
 README = """\
@@ -132,6 +140,13 @@ def repoint(dest: Path, old: str, new: str) -> None:
         path.write_text(path.read_text(encoding="utf-8").replace(old, new.rstrip("/")), encoding="utf-8")
 
 
+def without_comments(pyproject: Path) -> None:
+    """pyproject.toml without its comment lines, under PYPROJECT_HEADER."""
+    lines = pyproject.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = [line for line in lines if not line.lstrip().startswith("#")]
+    pyproject.write_text(PYPROJECT_HEADER + "".join(kept), encoding="utf-8")
+
+
 def publish(root: Path, dest: Path, url: str | None = None) -> None:
     """Write the students' repository from the course in `root` into `dest`; `url`, where it will be
     published, is where Colab installs the course from (the course's own repository if None)."""
@@ -153,6 +168,7 @@ def publish(root: Path, dest: Path, url: str | None = None) -> None:
             shutil.copytree(source, dest / name, ignore=SKIPPED)
         else:
             shutil.copy2(source, dest / name)
+    without_comments(dest / "pyproject.toml")
     if url:
         repoint(dest, repository_url(root), url)
     for name, text in (("README.md", README), ("Makefile", MAKEFILE), (".gitignore", GITIGNORE),

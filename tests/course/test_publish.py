@@ -5,12 +5,13 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 
 import nbformat
 import pytest
 from setuptools import find_packages
 
-from lab_utils.course.publish import MARKER, publish, repository_url
+from lab_utils.course.publish import MARKER, PYPROJECT_HEADER, publish, repository_url
 from lab_utils.paths import ROOT
 from nbtools import execute, notebook_path, stray_errors
 
@@ -131,3 +132,33 @@ def test_colab_installs_from_the_students_repository_when_given(tmp_path):
     lesson = nbformat.read(notebook_path("lessons", "01_naive_memory", tmp_path), as_version=4)
     assert f"git+{theirs}" in next(c.source for c in lesson.cells if c.cell_type == "code")
     assert repository_url(tmp_path) == theirs
+
+
+def test_the_students_pyproject_keeps_the_courses_settings_without_its_comments(published):
+    """The course's comments name its tests, scripts and README badges, which the students' repository lacks."""
+    theirs = (published / "pyproject.toml").read_text(encoding="utf-8")
+    assert tomllib.loads(theirs) == tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    comments = "".join(line + "\n" for line in theirs.splitlines() if line.lstrip().startswith("#"))
+    assert comments == PYPROJECT_HEADER
+
+
+def test_a_build_leaves_git_status_clean_and_ships_no_deleted_data(tmp_path):
+    """What `pip install .` leaves in the students' repository (build/, the egg-info) is ignored, and its
+    build/ does not carry a data file deleted since the last build into the next wheel."""
+    publish(ROOT, tmp_path)
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "publish"], check=True)
+    deleted = tmp_path / "data" / "responses" / "deleted_since.json"
+    deleted.write_text("{}")
+    build = [sys.executable, "setup.py", "-q", "build_py", "egg_info"]
+    subprocess.run(build, cwd=tmp_path, capture_output=True, check=True)
+    built = tmp_path / "build" / "lib" / "lab_utils" / "data" / "responses"
+    assert (built / deleted.name).exists()
+    deleted.unlink()
+    subprocess.run(build, cwd=tmp_path, capture_output=True, check=True)
+    assert not (built / deleted.name).exists() and (built / "crystallize.json").exists()
+    assert list(tmp_path.glob("*.egg-info"))
+    status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True, check=True).stdout
+    assert status == ""
