@@ -56,10 +56,13 @@ build/
 
 # The course's pyproject.toml comments name its tests, scripts and README; the students' copy says this instead.
 PYPROJECT_HEADER = """\
-# Pinned exactly, so that every student and the grader run the same code; environment.yml (Binder) repeats the pins.
+# The dependencies are pinned exactly, so that every student and the grader run the same code;
+# environment.yml (Binder) repeats the pins.
 """
 
-README = """\
+def readme(url: str) -> str:
+    """The students' README; `url` is their repository, whence pip installs the course."""
+    return f"""\
 # Agent Memory Lab
 
 A hands-on Jupyter course in which you build long-term memory for an LLM support agent: you give
@@ -87,6 +90,19 @@ cells fail, with a message naming the rule your answer broke. `make validate` (o
 rules the lesson states hold for the cases it shows; your submission is also graded on other
 cases, so keep to the rules, not to the examples.
 
+## Installing anywhere with pip
+
+```bash
+pip install git+{url}    # or: pip install path/to/this/folder
+```
+
+This installs `lab_utils` with the course data, and the exact versions of JupyterLab, nbgrader and
+the rest that the course runs on, into any environment with Python 3.11 or newer; no clone is
+needed. A lesson notebook then runs from any folder and writes only to `work/` under the folder it
+runs in (JupyterLab runs a notebook in its own folder). `nbgrader validate <lesson>.ipynb` is
+Validate in a terminal: set `JUPYTER_CONFIG_PATH` to this repository's `jupyter_config/` for it, as
+`make validate` does, or it cuts the tests' messages short.
+
 ## Binder and Colab
 
 - **Binder**: open this repository on [mybinder.org](https://mybinder.org) and add
@@ -101,15 +117,27 @@ cases, so keep to the rules, not to the examples.
 ## Offline and live
 
 By default every model call is answered from `data/responses/`, through the real `anthropic`
-client. To call the model yourself:
+client. To call the model yourself, set these in the environment that starts JupyterLab:
 
 ```bash
-LAB_LIVE=1 ANTHROPIC_API_KEY=sk-... make lab
+LAB_LIVE=1 ANTHROPIC_API_KEY=sk-... make lab              # live calls
+LAB_LIVE=1 LAB_RECORD=1 ANTHROPIC_API_KEY=sk-... make lab  # live, and store answers for offline runs
+# any Anthropic-compatible server (a gateway, a proxy, a local model server), with its own key
+LAB_LIVE=1 ANTHROPIC_API_KEY=... ANTHROPIC_BASE_URL=http://127.0.0.1:8080 make lab
 ```
 
 Spending is counted and capped by `LAB_MAX_USD` (default USD 1.00 per kernel). A request that has
 no stored answer offline fails with a message saying how to go live. Your key is never written
 to a file.
+
+## On a JupyterHub (for its admin)
+
+Install the course into the environment the students' servers run in (`pip install` as above), and
+set `JUPYTER_CONFIG_PATH` for every student (for example in `c.Spawner.environment`) to a copy of
+this repository's `jupyter_config/` that they can read; pip does not install that folder. Students
+then get nbgrader's Validate button, without the instructor's Formgrader, course list and assignment
+list, which an installed nbgrader otherwise turns on. Each student's notebooks write to `work/`
+under the folder they run in, or where `LAB_WORK_DIR` says.
 
 ## Layout
 
@@ -117,13 +145,13 @@ to a file.
 lessons/        the notebooks you work in
 data/           every dataset and stored model answer the lessons use
 lab_utils/      the course's library: what later lessons build on, the model layer, plots
-jupyter_config/ the JupyterLab view (make lab and Binder use it)
+jupyter_config/ the JupyterLab view for students (make lab, Binder and a hub use it)
 ```
 
-Notebooks write only to `work/` (`LAB_WORK_DIR` moves it).
-A lesson's folder there serves one run at a time: a second run of the same lesson at once (another
-kernel, another `nbconvert`) stops with a message naming the first one's pid; wait until it ends, or
-give the second its own `LAB_WORK_DIR`.
+With `make lab`, notebooks write only to this folder's `work/`; installed with pip, to `work/` under
+the folder they run in. `LAB_WORK_DIR` moves it. A lesson's folder there serves one run at a time: a second
+run of the same lesson at once (another kernel, another `nbconvert`) stops with a message naming the first
+one's pid; wait until it ends, or give the second its own `LAB_WORK_DIR`.
 """
 
 
@@ -171,6 +199,7 @@ def publish(root: Path, dest: Path, url: str | None = None) -> None:
     without_comments(dest / "pyproject.toml")
     if url:
         repoint(dest, repository_url(root), url)
-    for name, text in (("README.md", README), ("Makefile", MAKEFILE), (".gitignore", GITIGNORE),
+    students_readme = readme((url or repository_url(root)).rstrip("/"))
+    for name, text in (("README.md", students_readme), ("Makefile", MAKEFILE), (".gitignore", GITIGNORE),
                        (MARKER, "Written by `python -m lab_utils.course publish`; the next publish replaces it.\n")):
         (dest / name).write_text(text, encoding="utf-8")

@@ -132,6 +132,16 @@ def test_colab_installs_from_the_students_repository_when_given(tmp_path):
     lesson = nbformat.read(notebook_path("lessons", "01_naive_memory", tmp_path), as_version=4)
     assert f"git+{theirs}" in next(c.source for c in lesson.cells if c.cell_type == "code")
     assert repository_url(tmp_path) == theirs
+    assert f"pip install git+{theirs}" in (tmp_path / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_covers_installing_anywhere_going_live_and_a_hub(published):
+    """What the error messages refer to, and what a pip install or a hub needs, beyond `make lab`."""
+    readme = " ".join((published / "README.md").read_text(encoding="utf-8").split())
+    settings = ("LAB_LIVE", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "LAB_RECORD", "LAB_MAX_USD", "LAB_WORK_DIR",
+                "JUPYTER_CONFIG_PATH")
+    assert [name for name in settings if name not in readme] == []
+    assert "nbgrader validate" in readme and "under the folder it runs in" in readme
 
 
 def test_the_students_pyproject_keeps_the_courses_settings_without_its_comments(published):
