@@ -46,7 +46,9 @@ def colab_cell(url: str, pins: list[str]) -> str:
         'if "google.colab" in sys.modules:\n'
         "    import subprocess\n"
         "\n"
-        f'    pip = [sys.executable, "-m", "pip", "install", "--quiet"]\n'
+        "    # Colab keeps its own pandas, pydantic and the like, not the course's pins: pip's report of that\n"
+        "    # mismatch is left out. A real failure (no network, a wrong address) still shows and stops the cell.\n"
+        f'    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-warn-conflicts"]\n'
         f'    subprocess.run([*pip, "--no-deps", "git+{url}"], check=True)\n'
         f"    subprocess.run([*pip, {', '.join(repr(p) for p in pins)}], check=True)\n"
     )

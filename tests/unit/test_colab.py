@@ -31,7 +31,7 @@ def run_first_cell(monkeypatch, on_colab: bool) -> list:
 
 def test_on_colab_the_cell_installs_the_course_from_its_repository(monkeypatch):
     commands = run_first_cell(monkeypatch, on_colab=True)
-    pip = [sys.executable, "-m", "pip", "install", "--quiet"]
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-warn-conflicts"]
     assert commands == [([*pip, "--no-deps", f"git+{URL}"], {"check": True}),
                         ([*pip, *colab_cells.colab_pins()], {"check": True})]
     assert all("==" in pin for pin in commands[1][0][len(pip):]), "what Colab lacks is installed pinned"
