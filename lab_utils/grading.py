@@ -17,10 +17,10 @@ behaves, nor an object of a class of its own that decides how it compares (a lis
 equal to everything would pass every `==` of the tests, or one that says it is of another class),
 nor raise an error whose message is such a string; nor run a copy of a reference's code built at
 run time (`exec(inspect.getsource(reference))`, its code given a cell's name, other names or
-constants), which no cell of the notebook shows as it compiles, on any thread it starts; nor start
-another process, where the reference runs unwatched; nor read the test that called it, through its frames
-or wherever the kernel keeps its text (every call is watched, and IPython's input history holds no text
-while a test runs).
+constants, or code nested in it), which no cell of the notebook shows as it compiles, on any thread
+it starts; nor start another process, where the reference runs unwatched; nor read the test that
+called it, through its frames or wherever the kernel keeps its text (every call is watched, and
+IPython's input history holds no text while a test runs).
 """
 
 from __future__ import annotations
@@ -611,9 +611,10 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str],
            peeked: list):
     """A profile function that notes (in `tripped`) a search with a reference's compiled pattern, which
     is switched off where it is kept but may have been kept aside before, or compiled again from its
-    text or from one that compiles alike (_program); (in `copied`) each run of a reference's code, or of
-    a copy of its source compiled again or of its code with other names or constants, that is not in a cell of
-    the notebook as the cell's text compiles: while the tripwires are set, that is a copy of it, never
+    text or from one that compiles alike (_program); (in `copied`) each run of a reference's code or of code
+    nested in it, or of a copy of its source compiled again or of its code with other names or constants, that
+    is not in a cell of the notebook as the cell's text compiles: while the tripwires are set, that is a copy of
+    it, never
     the reference itself; (in `switched_off`) a call that would replace the watch, start a thread
     without it or start another process, from code other than this module's and threading's; and (in
     `peeked`) the code that called the answer read, a trace function set (which is handed every frame, the
@@ -623,6 +624,11 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str],
     # The same instructions with other names, variables or constants: globals or locals renamed, a docstring
     # reworded, the reference's code given other names (code.replace). Also a quick test before the whole shape.
     alike = {shape[0]: dotted for shape, dotted in shapes.items()}
+    # Code nested in a reference (a sort key, a lambda), which only the reference's own code, switched off,
+    # would run: by where it was compiled too, as no library's code that looks alike was.
+    inner = [(code, dotted) for dotted, reference in references for code in _nested(reference.__code__)]
+    nested = {(code.co_filename, code.co_firstlineno, _shape(code)): dotted for code, dotted in inner}
+    suspects = alike.keys() | {code.co_code for code, _ in inner}
     sealed = _SEALED
     label = references[0][0] if references else "lab_utils"
     setting = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
@@ -644,7 +650,7 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str],
             code = frame.f_code
             if id(code) in handing and not _installed(frame.f_back.f_code.co_filename):
                 peeked.append(handing[id(code)])
-            if code.co_code in alike and (dotted := _copy_of(code, shapes, alike)) is not None \
+            if code.co_code in suspects and (dotted := _copy_of(code, shapes, alike, nested)) is not None \
                     and not _written_in_a_cell(code, cells, sealed):
                 copied.append(dotted)
         elif event == "c_call":
@@ -696,14 +702,23 @@ def _methods(cls: type) -> list[FunctionType]:
     return [f for f in found if isinstance(f, FunctionType)]
 
 
-def _copy_of(code: CodeType, shapes: dict, alike: dict) -> str | None:
-    """The reference that `code` is a copy of, or None: its shape, or its instructions with other names,
-    local variables or constants, unless it is what an installed file compiles to (a library's function
-    that differs from the reference only in those)."""
-    if (dotted := shapes.get(_shape(code))) is not None:
+def _copy_of(code: CodeType, shapes: dict, alike: dict, nested: dict) -> str | None:
+    """The reference that `code` is a copy of, or None: its shape, code nested in it as compiled there, or
+    its instructions with other names, local variables or constants, unless it is what an installed file
+    compiles to (a library's function that differs from the reference only in those)."""
+    shape = _shape(code)
+    if (dotted := shapes.get(shape) or nested.get((code.co_filename, code.co_firstlineno, shape))) is not None:
         return dotted
-    dotted = alike[code.co_code]
-    return None if _compiled_from_its_file(code) else dotted
+    dotted = alike.get(code.co_code)
+    return None if dotted is None or _compiled_from_its_file(code) else dotted
+
+
+def _nested(code: CodeType) -> Iterator[CodeType]:
+    """The code objects nested in `code`, at any depth."""
+    for inner in code.co_consts:
+        if type(inner) is CodeType:
+            yield inner
+            yield from _nested(inner)
 
 
 def _running_beside() -> str | None:

@@ -680,3 +680,25 @@ def test_a_cell_forged_into_ipythons_records_is_no_cell_of_the_notebook(tmp_path
     cell, _ = run_sealed(nb, tmp_path)
     assert any("ran a copy of the lab_utils reference lab_utils.memory.format_recall" in e for e in errors(cell)), \
         errors(cell)
+
+
+# An outside cheater's answer: the sort key nested in the reference, made a function of its own and run.
+NESTED_KEY = """import types
+from types import SimpleNamespace
+from lab_utils.grading import own_implementation
+from lab_utils.reflection.skills import SkillStore
+_key = next(types.FunctionType(c, {}) for c in SkillStore.eviction_order.__code__.co_consts
+            if isinstance(c, types.CodeType))
+def double(x):
+    _key(SimpleNamespace(name="a", meta=SimpleNamespace(lastUsedAt=None, createdAt=1)))
+    return 2 * x
+"""
+
+
+def test_code_nested_in_a_reference_run_by_an_answer_is_a_copy(tmp_path):
+    nb = exercise(NESTED_KEY)
+    nb.cells[-1].source = ("with own_implementation(double, 'lab_utils.reflection.skills.SkillStore.eviction_order'):"
+                           "\n    assert double(2) == 4")
+    cell, _ = run_sealed(nb, tmp_path)
+    said = "ran a copy of the lab_utils reference lab_utils.reflection.skills.SkillStore.eviction_order"
+    assert any(said in e for e in errors(cell)), errors(cell)

@@ -1,5 +1,6 @@
 """The own-implementation check catches imports and thin wrappers, and accepts real work."""
 
+import contextlib
 import functools
 import inspect
 import json
@@ -8,6 +9,7 @@ import re
 import socketserver
 import subprocess
 import sys
+import textwrap
 import threading
 import types
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +22,7 @@ from lab_utils import grading, memory
 from lab_utils.grading import (DECIDES, PEEKED, REACHED, SWITCHED, TAKEN, assert_own_implementation,
                                own_implementation)
 from lab_utils.memory import format_recall
+from lab_utils.reflection.skills import SkillStore
 
 
 @pytest.fixture(autouse=True)
@@ -200,6 +203,28 @@ def test_a_copy_of_the_reference_built_at_run_time_fails(source):
         with own_implementation(student, "lab_utils.memory.format_recall"):
             assert student([]) == memory.NOTHING
     assert format_recall([]) == memory.NOTHING and sys.getprofile() is None, "all is put back"
+
+
+def sort_key_in(code: types.CodeType) -> types.CodeType:
+    """The first code object nested in `code`: a module's first function, a method's sort key."""
+    return next(c for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+@pytest.mark.parametrize("copied", [True, False], ids=["nested in the reference", "its text compiled elsewhere"])
+def test_code_nested_in_a_reference_is_a_copy_as_compiled_there_only(copied):
+    """An outside cheater's answer ran the sort key nested in SkillStore.eviction_order, made a function of its
+    own; the same text compiled elsewhere (a library's code that looks alike) is no copy."""
+    reference = SkillStore.eviction_order.__code__
+    elsewhere = compile(textwrap.dedent(inspect.getsource(SkillStore.eviction_order)), "<library>", "exec")
+    key = sort_key_in(reference if copied else sort_key_in(elsewhere))
+    assert grading._shape(key) == grading._shape(sort_key_in(reference)), "the same instructions, names, constants"
+    student = run_as_cell("def eviction_choice(skills):\n    return min(skills, key=helper).name\n",
+                          helper=types.FunctionType(key, {}))["eviction_choice"]
+    skill = types.SimpleNamespace(name="a", meta=types.SimpleNamespace(lastUsedAt=None, createdAt=1))
+    said = "ran a copy of the lab_utils reference lab_utils.reflection.skills.SkillStore.eviction_order"
+    with pytest.raises(AssertionError, match=said) if copied else contextlib.nullcontext():
+        with own_implementation(student, "lab_utils.reflection.skills.SkillStore.eviction_order"):
+            assert student([skill]) == "a"
 
 
 def test_the_reference_typed_into_a_cell_is_left_to_the_near_copy_check(monkeypatch):
