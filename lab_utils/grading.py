@@ -18,9 +18,10 @@ equal to everything would pass every `==` of the tests, or one that says it is o
 nor raise an error whose message is such a string; nor run a copy of a reference's code built at
 run time (`exec(inspect.getsource(reference))`, its code given a cell's name, other names or
 constants, or code nested in it), which no cell of the notebook shows as it compiles, on any thread
-it starts; nor start another process, where the reference runs unwatched; nor read the test that
-called it, through its frames or wherever the kernel keeps its text (every call is watched, and
-IPython's input history holds no text while a test runs).
+it starts or hands it to (the kernel's own loops: IOPub's, the control channel's); nor start another
+process, where the reference runs unwatched; nor read the test that called it, through its frames or
+wherever the kernel keeps its text (every call is watched, and IPython's input history holds no text
+while a test runs).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import re
 import sys
 import textwrap
 import threading
+import time
 import traceback
 import weakref
 from collections.abc import Iterator
@@ -243,8 +245,9 @@ def own_implementation(func, *references: str) -> Iterator[None]:
             patterns.setdefault(kept.flags, {})[program] = dotted
     cells = _notebook_cells()
     watch = _watch(list(functions.items()), cells, patterns, tripped, copied, switched_off, peeked)
+    label = next(iter(functions), "lab_utils")  # the reference a switched-off watch is named by
     if (beside := _running_beside()) is not None:
-        switched_off.append((next(iter(functions), "lab_utils"), beside))
+        switched_off.append((label, beside))
     restore_answer = _check_results(func, name, watch)
     try:
         for dotted, reference in functions.items():
@@ -255,7 +258,7 @@ def own_implementation(func, *references: str) -> Iterator[None]:
         for dotted, (owner, attr) in data.items():
             switched.append((owner, attr, getattr(owner, attr)))
             setattr(owner, attr, _SwitchedOff(dotted, tripped))
-        with _inputs_out_of_reach(cells):
+        with _inputs_out_of_reach(cells), _kernel_loops_watched(watch, switched_off, label):
             yield
     finally:
         for reference, code, marker in reversed(saved):
@@ -825,6 +828,57 @@ def _alive(pid: str) -> bool:
 # any cell).
 _KERNEL_THREADS = frozenset(sys._current_frames())
 _KERNEL_PROCESSES = frozenset(_processes())
+
+
+def _loops_of(threads: frozenset) -> dict[int, tuple[str, object]]:
+    """The event loops that `threads` run (ipykernel's IOPub, control and shell channel threads: tornado's),
+    as (thread's name, asyncio loop) by thread; the calling thread's own aside."""
+    tornado = sys.modules.get("tornado.ioloop")
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    loops = list(tornado.IOLoop._ioloop_for_asyncio) if tornado is not None else []
+    return {ident: (names.get(ident, "unnamed"), loop) for loop in loops
+            if (ident := getattr(loop, "_thread_id", None)) in threads and ident != threading.get_ident()}
+
+
+_KERNEL_LOOPS = _loops_of(_KERNEL_THREADS)
+# Seconds a kernel's loop may take to let the watch in: one that runs nothing meanwhile is held by a job.
+WATCH_WAIT = 5
+
+
+@contextmanager
+def _kernel_loops_watched(watch, switched_off: list, label: str) -> Iterator[None]:
+    """Run the block with `watch` the profile function of the kernel's loop threads too, set and put back by
+    callbacks their loops run: they already ran when the test's thread set its own, and would run a
+    reference's code handed to them (`sys.stdout.pub_thread.schedule(job)`) unwatched. A loop that does
+    not let the watch in within WATCH_WAIT seconds is noted in `switched_off`: the test fails, not run unwatched."""
+    frames, kept, scheduled = sys._current_frames(), {}, []
+    for ident, (name, loop) in _KERNEL_LOOPS.items():
+        if ident in frames:  # an ended thread runs nothing
+            ran = threading.Event()
+            loop.call_soon_threadsafe(_profile_in, ident, watch, kept, ran)
+            scheduled.append((ident, name, loop, ran))
+    deadline = time.monotonic() + WATCH_WAIT
+    if late := [name for _, name, _, ran in scheduled if not ran.wait(max(0.0, deadline - time.monotonic()))]:
+        switched_off.append((label, f"grading could not watch the kernel's {late[0]} thread: its loop did not let "
+                                    f"the watch in within {WATCH_WAIT} seconds"))
+    try:
+        yield
+    finally:
+        for ident, _, loop, _ in scheduled:  # after the watch in each loop: a loop runs its callbacks in turn
+            loop.call_soon_threadsafe(_profile_in, ident, None, kept, threading.Event())
+
+
+def _profile_in(ident: int, watch, kept: dict, ran: threading.Event) -> None:
+    """In thread `ident`'s loop: set `watch` as its profile function (None: put back the one it had), and
+    say so in `ran`; nothing where the loop's callback runs in another thread (its methods replaced)."""
+    if _thread.get_ident() != ident:
+        return
+    if watch is None:
+        sys.setprofile(kept.pop(ident, None))
+    else:
+        kept[ident] = sys.getprofile()
+        sys.setprofile(watch)
+    ran.set()
 
 
 def _own(code: CodeType) -> bool:

@@ -682,6 +682,62 @@ def test_a_cell_forged_into_ipythons_records_is_no_cell_of_the_notebook(tmp_path
         errors(cell)
 
 
+# Outside cheaters' answers: the reference's code (a function made again from its code object) run by a job
+# handed to one of the kernel's own loop threads, which ran before the test set its watch; or the frames of
+# every thread, the test's among them, read there.
+ON_A_KERNEL_LOOP = """import queue, sys, types
+import lab_utils.memory as q
+from lab_utils.grading import own_implementation
+from lab_utils.memory import NOTHING
+_copy = types.FunctionType(q.format_recall.__code__, vars(q), "helper")
+def aside(fn, *args):
+    box = queue.Queue()
+    def job():
+        try:
+            box.put((True, fn(*args)))
+        except BaseException as error:
+            box.put((False, error))
+    {schedule}(job)
+    ok, value = box.get(timeout=30)
+    if not ok:
+        raise value
+    return value
+def format_recall(memories):
+    {answer}
+"""
+KERNEL_LOOPS = {"IOPub": "sys.stdout.pub_thread.schedule",
+                "control": "get_ipython().kernel.control_thread.io_loop.add_callback",
+                "shell channel": "get_ipython().kernel.shell_channel_thread.io_loop.add_callback"}
+RUN_THERE = {"a copy": ("return aside(_copy, memories)", "ran a copy of the lab_utils reference "
+                                                          "lab_utils.memory.format_recall"),
+             "frames read": ("aside(sys._current_frames)\n    return NOTHING",
+                             "read the test that called it through sys._current_frames")}
+
+
+@pytest.mark.parametrize("loop", KERNEL_LOOPS)
+@pytest.mark.parametrize("what", RUN_THERE)
+def test_what_an_answer_runs_on_the_kernels_own_threads_is_watched(what, loop, tmp_path):
+    answer, said = RUN_THERE[what]
+    nb = exercise(ON_A_KERNEL_LOOP.format(schedule=KERNEL_LOOPS[loop], answer=answer))
+    nb.cells[-1].source = ("with own_implementation(format_recall, 'lab_utils.memory.format_recall'):\n"
+                           "    assert format_recall([]) == NOTHING")
+    cell, _ = run_sealed(nb, tmp_path)
+    assert any(said in e for e in errors(cell)), errors(cell)
+
+
+def test_a_kernel_loop_held_by_a_job_fails_the_test_unwatched(tmp_path):
+    """A job of the notebook's that holds a loop of the kernel's (here until the answer lets it go) could run
+    whatever the answer hands it there, the watch never let in: the test fails, saying so."""
+    holding = "hold = threading.Event()\nget_ipython().kernel.control_thread.io_loop.add_callback(hold.wait, 30)\n"
+    answer = ON_A_KERNEL_LOOP.format(schedule="sys.stdout.pub_thread.schedule", answer="hold.set()\n    return NOTHING")
+    nb = exercise(f"import threading\n{answer}{holding}")
+    nb.cells[-1].source = ("with own_implementation(format_recall, 'lab_utils.memory.format_recall'):\n"
+                           "    assert format_recall([]) == NOTHING")
+    cell, _ = run_sealed(nb, tmp_path)
+    said = "grading could not watch the kernel's Control thread: its loop did not let the watch in within 5 seconds"
+    assert any(said in e for e in errors(cell)), errors(cell)
+
+
 # An outside cheater's answer: the sort key nested in the reference, made a function of its own and run.
 NESTED_KEY = """import types
 from types import SimpleNamespace

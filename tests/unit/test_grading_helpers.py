@@ -17,6 +17,7 @@ from logging.handlers import QueueListener
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
+from tornado.ioloop import IOLoop
 
 from lab_utils import grading, memory
 from lab_utils.grading import (DECIDES, PEEKED, REACHED, SWITCHED, TAKEN, assert_own_implementation,
@@ -439,6 +440,63 @@ def test_a_thread_or_a_process_the_notebook_left_running_fails_the_block():
         child.wait()
     with own_implementation(find_pii, "lab_utils.rules.find_pii"):  # both gone: nothing runs beside the test
         assert find_pii("mail a@b.io") == ["a@b.io"]
+
+
+@pytest.fixture
+def kernel_loop(monkeypatch):
+    """A thread running a tornado loop among the kernel's own threads, as ipykernel's IOPub thread does."""
+    loop = IOLoop(make_current=False)
+    thread = threading.Thread(target=loop.start, name="IOPub", daemon=True)
+    thread.start()
+    running = threading.Event()
+    loop.add_callback(running.set)
+    assert running.wait(5)
+    monkeypatch.setattr(grading, "_KERNEL_THREADS", frozenset(sys._current_frames()))
+    monkeypatch.setattr(grading, "_KERNEL_LOOPS", grading._loops_of(frozenset({thread.ident})))
+    yield loop
+    loop.add_callback(loop.stop)
+    thread.join(5)
+    loop.close()
+
+
+def in_loop(loop, job):
+    """What `job` returns, run by `loop`'s thread."""
+    box = queue.Queue()
+    loop.add_callback(lambda: box.put(job()))
+    return box.get(timeout=5)
+
+
+def test_a_copy_run_by_a_loop_of_the_kernels_is_watched_there(kernel_loop):
+    """Outside cheaters' answers handed the reference's code to the kernel's IOPub thread, which ran before
+    the test set its watch: full marks before."""
+    source = ("import queue, types, lab_utils.memory as q\n"
+              "_copy = types.FunctionType(q.format_recall.__code__, vars(q), 'helper')\n"
+              "def format_recall(memories):\n    box = queue.Queue()\n"
+              "    loop.add_callback(lambda: box.put(_copy(memories)))\n    return box.get(timeout=5)\n")
+    student = run_as_cell(source, loop=kernel_loop)["format_recall"]
+    with pytest.raises(AssertionError, match="ran a copy of the lab_utils reference lab_utils.memory.format_recall"):
+        with own_implementation(student, "lab_utils.memory.format_recall"):
+            student([])
+    assert in_loop(kernel_loop, sys.getprofile) is None, "the watch comes off the loop's thread after"
+
+
+def test_a_loop_of_the_kernels_that_does_not_let_the_watch_in_fails_the_block(kernel_loop, monkeypatch):
+    """A job that holds the loop would run what the answer hands it unwatched: the test fails instead."""
+    monkeypatch.setattr(grading, "WATCH_WAIT", 0.2)
+    student = run("def format_recall(ms):\n    return 'no relevant memories'\n")["format_recall"]
+    hold = threading.Event()
+    kernel_loop.add_callback(hold.wait, 10)
+    said = (f"format_recall {SWITCHED} lab_utils.memory.format_recall while it was tested (grading could not watch "
+            "the kernel's IOPub thread: its loop did not let the watch in within 0.2 seconds)")
+    try:
+        with pytest.raises(AssertionError, match=re.escape(said)):
+            with own_implementation(student, "lab_utils.memory.format_recall"):
+                assert student([]) == "no relevant memories"
+    finally:
+        hold.set()
+    with own_implementation(student, "lab_utils.memory.format_recall"):  # let go, it runs the watch in again
+        assert student([]) == "no relevant memories"
+    assert in_loop(kernel_loop, sys.getprofile) is None
 
 
 def test_an_answer_that_cheats_only_where_it_is_not_watched_finds_no_such_call():
