@@ -83,8 +83,10 @@ JUDGES = ("math", "pandas.testing")
 # no-op, inspect.getattr_static lying about a reference), its checks would pass a copy of the reference.
 # own_implementation is a context manager: an __exit__ patched swallows a test's error. The watch compiles a
 # searched pattern's text with re's own parser and compiler: patched, a reference's pattern would compile to nothing.
+# ipykernel's parent poller calls os.getppid and time.sleep on a thread of its own, where no watch runs: patched,
+# they would run the notebook's code there.
 TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceback", "importlib", "hashlib",
-         "contextlib", "re._parser", "re._compiler")
+         "contextlib", "re._parser", "re._compiler", "os", "time")
 
 
 # What the grader's hook says when a notebook's code reads a frame it could climb to a running test from,

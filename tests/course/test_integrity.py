@@ -145,6 +145,9 @@ CHEATS = {
                              "lab_utils.memory.MemoryStore.__repr__ was replaced by code defined in the notebook"),
     "pattern compiler patched": ("import re._compiler\nre._compiler._code = lambda *args: [0]", RIGHT,
                                  "re._compiler._code was replaced by code defined in the notebook"),
+    "a function the kernel's poller thread calls patched": ("import os\nparent = os.getppid\n"
+                                                            "os.getppid = lambda: parent()", RIGHT,
+                                                            "os.getppid was replaced by code defined in the notebook"),
     "judge patched": ("import pandas.testing\npandas.testing.assert_frame_equal = lambda *args, **kw: None", RIGHT,
                       "pandas.testing.assert_frame_equal was replaced by code defined in the notebook"),
     "check rebound": ("assert_own_implementation = lambda f: None\nimport operator, functools\n"
