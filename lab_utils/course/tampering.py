@@ -45,7 +45,8 @@ MODULES = {"builtins", "ast", "inspect", "dis", "gc", "ctypes", "importlib", "IP
            # Text decoded into names a reader would flag (rot13, base64), and runners of code text.
            "codecs", "base64", "binascii", "cProfile", "profile", "pdb", "bdb", "trace", "timeit", "doctest"}
 GRADER = ("lab_utils.grading", "lab_utils.course")
-# Attributes of code, frames, tracebacks, classes and the kernel's shell.
+# Attributes of code, frames, tracebacks, classes and the kernel's shell; the kernel's threads and their loops,
+# which run what they are handed out of the test's thread.
 ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__", "__bases__", "__base__",
               "__mro__", "__func__", "__self__", "__traceback__", "__defaults__", "__kwdefaults__",
               "__getattribute__", "__loader__", "__spec__", "f_back", "f_locals", "f_globals", "f_lineno",
@@ -56,7 +57,8 @@ ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subcl
               "run_cell", "run_code", "ast_parse", "set_custom_exc", "InteractiveTB", "display_pub", "shell_handlers",
               "history_manager", "_GeneratorContextManager", "fork", "forkpty", "_exit", "execv", "execve",
               "__setattr__", "__delattr__", "__file__", "In", "_ih",
-              "_render_traceback_", "__annotations__"}  # a class's annotations: what typing.get_type_hints evaluates as code
+              "_render_traceback_", "pub_thread", "io_loop", "control_thread", "shell_channel_thread",
+              "__annotations__"}  # a class's annotations: what typing.get_type_hints evaluates as code
 # Functions of a library an answer never needs, whose names are common words elsewhere (`prompt.system`).
 CALLS = {"os.system", "os.popen", "os.spawnv", "os.spawnl", "os.posix_spawn", "os.posix_spawnp", "sys.audit",
          "sys.path", "types.FunctionType", "types.CodeType", "types.LambdaType",
@@ -160,6 +162,8 @@ def reaches(tree: ast.Module, helpers: set[str], given: dict[str, str], shared: 
                       and target.id.endswith("__") and target.id not in CLASS_SETTINGS]
         elif isinstance(node, ast.Attribute) and node.attr in ATTRIBUTES:
             found.append(f".{node.attr}")
+        elif isinstance(node, ast.MatchClass):  # `case object(__code__=body)` reads the attribute as well
+            found += [f"case ...({name}=...)" for name in node.kwd_attrs if name in ATTRIBUTES or name.startswith("__")]
         elif isinstance(node, ast.Name) and node.id in NAMES and id(node) not in ordinary:
             found.append(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in NAMES | COMPARING:

@@ -61,9 +61,14 @@ CHEATS = {
     "a library's inside by a computed name": ("import sys\ndef answer():\n    return getattr(sys, '_get' + 'frame')(1)",
                                               "getattr(sys, ...)"),
     "a traceback written by the notebook": ("class Shown(Exception):\n    def _render_traceback_(self):\n"
-                                           "        return ['Cell In[3], line 1', 'Shown: x']", "def _render_traceback_"),
+                                           "        return ['Cell In[3], line 1', 'Shown: x']",
+                                           "def _render_traceback_"),
     "a traceback set on a class": ("def answer(error=ValueError):\n    error._render_traceback_ = list",
                                    "._render_traceback_"),
+    "an attribute read by a class pattern": ("def answer(f=len):\n    match f:\n        case object(__code__=body):\n"
+                                              "            return body", "case ...(__code__=...)"),
+    "code handed to the kernel's output thread": ("import sys\ndef answer(job=print):\n"
+                                                  "    sys.stdout.pub_thread.schedule(job)", ".pub_thread"),
     "text run as code": ("def answer():\n    return eval('1 + 1')", "eval"),
     "a name in pieces": ("def answer():\n    return getattr(answer, '__glo' + 'bals__')",
                          "'__globals__' spelled in pieces"),
