@@ -59,6 +59,9 @@ TAKEN, REACHED, COPIED, SWITCHED = ("is the lab_utils reference", "reached the l
                                     "ran a copy of the lab_utils reference",
                                     "switched off the watch for copies of the lab_utils reference")
 PEEKED = "read the test that called it through"
+# A pattern the notebook compiled from a parse tree (re._compiler.compile) keeps no text: no watch can tell it from
+# a reference's, and no answer needs one.
+NO_TEXT = "a search with a pattern compiled from a parse tree, which keeps no text"
 # The audit event through which autograde's hook (lab_utils.course.integrity) hands over the notebook's
 # cells as it sealed them: code that the notebook's cells compile to is the student's to answer for.
 SEALED_CELLS = "lab_utils.grading.sealed_cells"
@@ -457,9 +460,10 @@ INPUT_NAMES = re.compile(r"_i(\d+|i{0,2})")  # IPython's names for the last inpu
 def _inputs_out_of_reach(cells: dict[str, str]) -> Iterator[None]:
     """While a test runs, the text of the notebook's inputs, the running test cell's among them (its hidden
     tests, what it expects), is nowhere an answer could read it: IPython's input history (`In`, `_ih`, `_i`,
-    `_i<n>`, and the lists and names behind them), the kernel's request being run and linecache (whence a
-    traceback quotes `cells`) hold none of it; all is put back after. (The history's database and Python's
-    gc, which could find it too, are watched: _watch.)"""
+    `_i<n>`, and the lists and names behind them), the kernel's request being run, the running cell's own
+    record (`displayhook.exec_result.info`) and linecache (whence a traceback quotes `cells`) hold none of it;
+    all is put back after. (The history's database and Python's gc, which could find it too, are watched:
+    _watch.)"""
     shell = _shell()
     history = getattr(shell, "history_manager", None)
     if history is None:
@@ -473,6 +477,8 @@ def _inputs_out_of_reach(cells: dict[str, str]) -> Iterator[None]:
     request = kernel.get_parent().get("content", {}) if hasattr(kernel, "get_parent") else {}
     code = request.get("code")
     quoted = {name: linecache.cache.pop(name) for name in cells if name in linecache.cache}
+    info = getattr(getattr(getattr(shell, "displayhook", None), "exec_result", None), "info", None)
+    running = {name: getattr(info, name) for name in ("raw_cell", "transformed_cell") if hasattr(info, name)}
     try:
         with history.db_input_cache_lock:  # its saving thread empties it
             for entries in lists:
@@ -482,6 +488,8 @@ def _inputs_out_of_reach(cells: dict[str, str]) -> Iterator[None]:
             setattr(history, name, "")
         if code is not None:
             request["code"] = ""
+        for name in running:
+            setattr(info, name, "")
         yield
     finally:
         with history.db_input_cache_lock:
@@ -492,6 +500,8 @@ def _inputs_out_of_reach(cells: dict[str, str]) -> Iterator[None]:
             setattr(history, name, value)
         if code is not None:
             request["code"] = code
+        for name, value in running.items():
+            setattr(info, name, value)
         linecache.cache.update(quoted)
 
 
@@ -665,8 +675,11 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str],
             elif (kept := getattr(arg, "__self__", None)) is database and database is not None \
                     and not _installed(frame.f_code.co_filename):
                 peeked.append("IPython.core.history")
-            elif patterns and type(kept) is re.Pattern and (dotted := _reference_pattern(kept.pattern, patterns)):
-                tripped.append(dotted)
+            elif patterns and type(kept) is re.Pattern:
+                if kept.pattern is None and not _installed(frame.f_code.co_filename):
+                    switched_off.append((label, NO_TEXT))  # no text to tell from a reference's
+                elif (dotted := _reference_pattern(kept.pattern, patterns)) is not None:
+                    tripped.append(dotted)
 
     return watch
 

@@ -43,10 +43,12 @@ MODULES = {"builtins", "ast", "inspect", "dis", "gc", "ctypes", "importlib", "IP
            # Code and data out of sight: the notebook's own namespace, objects unpickled, the kernel's history.
            "__main__", "pickle", "_pickle", "copyreg", "shelve", "sqlite3", "_weakref",
            # Text decoded into names a reader would flag (rot13, base64), and runners of code text.
-           "codecs", "base64", "binascii", "cProfile", "profile", "pdb", "bdb", "trace", "timeit", "doctest"}
+           "codecs", "base64", "binascii", "cProfile", "profile", "pdb", "bdb", "trace", "timeit", "doctest",
+           # re's compiler under its old names: a pattern compiled from a parse tree keeps no text to compare.
+           "sre_compile", "sre_parse", "sre_constants"}
 GRADER = ("lab_utils.grading", "lab_utils.course")
-# Attributes of code, frames, tracebacks, classes and the kernel's shell; the kernel's threads and their loops,
-# which run what they are handed out of the test's thread.
+# Attributes of code, frames, tracebacks, classes and the kernel's shell (`_ip`: the shell, as IPython's `quit`
+# and `exit` hold it); the kernel's threads and their loops, which run what they are handed out of the test's thread.
 ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__", "__bases__", "__base__",
               "__mro__", "__func__", "__self__", "__traceback__", "__defaults__", "__kwdefaults__",
               "__getattribute__", "__loader__", "__spec__", "f_back", "f_locals", "f_globals", "f_lineno",
@@ -57,7 +59,7 @@ ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__subcl
               "run_cell", "run_code", "ast_parse", "set_custom_exc", "InteractiveTB", "display_pub", "shell_handlers",
               "history_manager", "_GeneratorContextManager", "fork", "forkpty", "_exit", "execv", "execve",
               "__setattr__", "__delattr__", "__file__", "In", "_ih",
-              "_render_traceback_", "pub_thread", "io_loop", "control_thread", "shell_channel_thread",
+              "_render_traceback_", "_ip", "pub_thread", "io_loop", "control_thread", "shell_channel_thread",
               "__annotations__"}  # a class's annotations: what typing.get_type_hints evaluates as code
 # Functions of a library an answer never needs, whose names are common words elsewhere (`prompt.system`).
 CALLS = {"os.system", "os.popen", "os.spawnv", "os.spawnl", "os.posix_spawn", "os.posix_spawnp", "sys.audit",
@@ -110,7 +112,10 @@ def _reads_fields(call: ast.Call, imported: dict[str, str]) -> bool:
 
 
 def _denied(module: str) -> bool:
-    return module.split(".")[0] in MODULES or module.startswith(GRADER) or module in CALLS
+    """A module an answer never needs: one of MODULES, the grader, one of CALLS, or a library's private one
+    (re._compiler, which compiles a pattern from a parse tree)."""
+    return (module.split(".")[0] in MODULES or module.startswith(GRADER) or module in CALLS
+            or any(_private(part) for part in module.split(".")[1:]))
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:

@@ -664,9 +664,12 @@ def test_the_graders_first_input_holds_no_test(tmp_path):
 
 
 def test_the_running_tests_text_is_out_of_an_answers_reach(tmp_path):
-    """Outside cheaters' answers read the running test cell, from IPython's history or the kernel's request,
-    and returned what it expects: while a test runs, neither holds its text."""
+    """Outside cheaters' answers read the running test cell, from IPython's history, the kernel's request or
+    the running cell's record (reached through `quit`, with no word a scan knows), and returned what it
+    expects: while a test runs, none holds its text."""
     nb = exercise("def double(x):\n    read = In[-1] + get_ipython().kernel.get_parent()['content']['code']\n"
+                  "    info = getattr(getattr(getattr(quit, '_' + 'ip'), 'display' + 'hook').exec_result, 'info')\n"
+                  "    read += info.raw_cell + (info.transformed_cell or '')\n"
                   "    return 4 if 'double ' + 'doubles' in read else 0\n")
     nb.cells[-1].source = ("from lab_utils.grading import own_implementation\n"
                            "with own_implementation(double):\n    assert double(2) == 4, 'double doubles'")

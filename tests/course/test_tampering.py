@@ -67,6 +67,9 @@ CHEATS = {
                                    "._render_traceback_"),
     "an attribute read by a class pattern": ("def answer(f=len):\n    match f:\n        case object(__code__=body):\n"
                                               "            return body", "case ...(__code__=...)"),
+    "a library's private module": ("import re._compiler\ndef answer(p=None):\n    return re._compiler.compile(p)",
+                                    "import re._compiler"),
+    "the shell reached through quit": ("def answer():\n    return getattr(quit, '_' + 'ip')", "'_ip' spelled"),
     "code handed to the kernel's output thread": ("import sys\ndef answer(job=print):\n"
                                                   "    sys.stdout.pub_thread.schedule(job)", ".pub_thread"),
     "text run as code": ("def answer():\n    return eval('1 + 1')", "eval"),

@@ -20,7 +20,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from tornado.ioloop import IOLoop
 
 from lab_utils import grading, memory
-from lab_utils.grading import (DECIDES, PEEKED, REACHED, SWITCHED, TAKEN, assert_own_implementation,
+from lab_utils.grading import (DECIDES, NO_TEXT, PEEKED, REACHED, SWITCHED, TAKEN, assert_own_implementation,
                                own_implementation)
 from lab_utils.memory import format_recall
 from lab_utils.reflection.skills import SkillStore
@@ -620,6 +620,18 @@ def test_a_reference_pattern_edited_to_compile_alike_trips_its_test(pattern, ref
     with pytest.raises(AssertionError, match=f"^(found|your answer) {REACHED} {reference}"):
         with own_implementation(student, reference):
             student("lookup(order=5512): shipped; mail jane@acme.com or +380671234455")
+
+
+def test_a_pattern_compiled_from_a_parse_tree_fails_its_test():
+    """An outside cheater found a reference pattern by dir() and compiled its text from a parse tree: such a
+    pattern keeps no text to compare, and no answer needs one."""
+    student = run("import re, re._compiler, re._parser\nfrom lab_utils import rules\n"
+                  "text, flags = rules._RAW.pattern, rules._RAW.flags\n"
+                  "P = re._compiler.compile(re._parser.parse(text, flags), flags)\n"
+                  "def found(text):\n    return P.search(text) is not None\n")["found"]
+    with pytest.raises(AssertionError, match=f"^found {SWITCHED} .* \\({NO_TEXT}\\)"):
+        with own_implementation(student, "lab_utils.rules._RAW"):
+            student("lookup(order=5512): shipped")
 
 
 @pytest.mark.parametrize("pattern, reference", [
