@@ -52,6 +52,8 @@ work/
 # what `pip install .` leaves
 build/
 *.egg-info/
+# what record mode (LAB_RECORD=1) stores: a student's own answers, not the course's
+data/responses/recorded.json
 """
 
 # The course's pyproject.toml comments name its tests, scripts and README; the students' copy says this instead.

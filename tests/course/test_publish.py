@@ -153,8 +153,9 @@ def test_the_students_pyproject_keeps_the_courses_settings_without_its_comments(
 
 
 def test_a_build_leaves_git_status_clean_and_ships_no_deleted_data(tmp_path):
-    """What `pip install .` leaves in the students' repository (build/, the egg-info) is ignored, and its
-    build/ does not carry a data file deleted since the last build into the next wheel."""
+    """What `pip install .` leaves in the students' repository (build/, the egg-info) and what record mode
+    stores are ignored, and its build/ does not carry a data file deleted since the last build into the next
+    wheel."""
     publish(ROOT, tmp_path)
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@example.org"]
     subprocess.run([*git, "init", "-q"], check=True)
@@ -170,5 +171,6 @@ def test_a_build_leaves_git_status_clean_and_ships_no_deleted_data(tmp_path):
     subprocess.run(build, cwd=tmp_path, capture_output=True, check=True)
     assert not (built / deleted.name).exists() and (built / "crystallize.json").exists()
     assert list(tmp_path.glob("*.egg-info"))
+    (tmp_path / "data" / "responses" / "recorded.json").write_text("[]")  # a student's record mode
     status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True, check=True).stdout
     assert status == ""
