@@ -2,8 +2,10 @@
 
 Each answer cell is parsed as IPython runs it and normalized (each use of a name replaced by how far
 back it was used last, literals reduced to their type, docstrings, comments and annotations dropped),
-so renaming variables or rewording strings does not hide a copy. Two normalized answers are compared
-token by token with difflib.
+so renaming variables or rewording strings does not hide a copy. The strings of a dict, list, tuple or
+set display keep their text: they are data the answer states, and an answer that is data (lesson 08's
+attack, a dict in a given format) has no shape of its own, so any two would look alike as types.
+Two normalized answers are compared token by token with difflib.
 An answer is compared with the solution cell, with every other student's answer to the same
 exercise, and function by function with lab_utils (the references later lessons import): the
 functions that are near-copies of library functions count when together they are as long as a
@@ -62,6 +64,7 @@ MIN_WRITTEN_WORDS = 30
 class _Normalize(ast.NodeTransformer):
     def __init__(self):
         self.names: dict[str, str] = {}
+        self.data: set[ast.Constant] = set()  # the strings of displays, which keep their text
 
     def _rename(self, name: str) -> str:
         return self.names.setdefault(name, f"n{len(self.names)}")
@@ -75,7 +78,14 @@ class _Normalize(ast.NodeTransformer):
         return node
 
     def visit_Constant(self, node):
-        return ast.Constant(type(node.value).__name__)
+        return node if node in self.data else ast.Constant(type(node.value).__name__)
+
+    def _display(self, node):
+        self.data.update(item for item in ast.iter_child_nodes(node)
+                         if isinstance(item, ast.Constant) and isinstance(item.value, str))
+        return self.generic_visit(node)
+
+    visit_Dict = visit_List = visit_Tuple = visit_Set = _display
 
     def _definition(self, node):
         node.name = self._rename(node.name)
