@@ -1,9 +1,10 @@
 """Evaluate one configuration on scenario files or folders.
 
-    python -m lab_utils.temporal --config '{"time_aware": true}' --scenarios data/scenarios --json
-    python -m lab_utils.temporal --writer bitemporal --scenarios data/scenarios_bitemporal
+    python -m lab_utils.temporal --config '{"time_aware": true}' --scenarios scenarios --json
+    python -m lab_utils.temporal --writer bitemporal --scenarios scenarios_bitemporal
 
 CONFIG is a JSON file or inline JSON; settings it leaves out keep their baseline value.
+--scenarios takes files and folders, or the names of the sets the course ships, found wherever it is installed.
 --writer picks the study's writer (default, as published) or the bi-temporal one.
 Bad input (unknown setting, value out of bounds, malformed scenario) exits with status 2.
 """
@@ -13,11 +14,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from .config import parse_config
 from .evaluator import Report, evaluate
 from .memory import WRITERS
-from .scenarios import PUBLIC, load_scenarios
+from .scenarios import BITEMPORAL, BITEMPORAL_HELDOUT, HELDOUT, PUBLIC, load_scenarios
+
+SETS = {path.name: path for path in (PUBLIC, HELDOUT, BITEMPORAL, BITEMPORAL_HELDOUT)}
+
+
+def scenario_path(text: str) -> Path:
+    """A file or folder as given; else a set the course ships, so a command works in any folder."""
+    path = Path(text)
+    if path.exists():
+        return path
+    if text in SETS:
+        return SETS[text]
+    raise argparse.ArgumentTypeError(
+        f"{text}: no such file or folder, nor a scenario set the course ships ({', '.join(SETS)})")
 
 
 def _show(answer: str | None) -> str:
@@ -48,8 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m lab_utils.temporal", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="{}",
                         help="JSON file or inline JSON; missing settings take the baseline")
-    parser.add_argument("--scenarios", nargs="+", default=[str(PUBLIC)], metavar="PATH",
-                        help="scenario files or folders (default: the public set)")
+    parser.add_argument("--scenarios", nargs="+", type=scenario_path, default=[PUBLIC], metavar="PATH",
+                        help=f"scenario files or folders, or sets the course ships: {', '.join(SETS)} "
+                             "(default: scenarios, the public set)")
     parser.add_argument("--writer", choices=WRITERS, default="study",
                         help="the study's writer (default) or the bi-temporal one")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -6,14 +6,14 @@ import sys
 
 import pytest
 
-from lab_utils.temporal import BITEMPORAL, HELDOUT, PUBLIC
+from lab_utils.temporal import BITEMPORAL, BITEMPORAL_HELDOUT, HELDOUT, PUBLIC
 
 FINAL = '{"filter_entity": true, "time_aware": true, "deduplicate": true, "min_confidence": 0.6}'
 
 
-def run(*args):
+def run(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "lab_utils.temporal", *args],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, cwd=cwd)
 
 
 def report(*args):
@@ -83,6 +83,19 @@ def test_the_writer_is_chosen_on_the_command_line():
     assert (study["writer"], bitemporal["writer"]) == ("study", "bitemporal")
     assert bitemporal["totals"]["passed"] == bitemporal["totals"]["total"] > study["totals"]["passed"]
     assert bitemporal["totals"]["hard_check_violations"] == 0
+
+
+def test_a_scenario_set_the_course_ships_is_named_and_found_from_any_folder(tmp_path):
+    by_name = run("--writer", "bitemporal", "--scenarios", BITEMPORAL.name, "--json", cwd=tmp_path)
+    assert by_name.returncode == 0, by_name.stderr
+    assert json.loads(by_name.stdout) == report("--writer", "bitemporal", "--scenarios", str(BITEMPORAL))
+
+
+def test_a_path_that_is_neither_a_file_nor_a_set_exits_naming_the_sets(tmp_path):
+    done = run("--scenarios", "data/scenarios_bitemporal", cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "data/scenarios_bitemporal: no such file or folder, nor a scenario set the course ships" in done.stderr
+    assert all(path.name in done.stderr for path in (PUBLIC, HELDOUT, BITEMPORAL, BITEMPORAL_HELDOUT))
 
 
 def test_an_unknown_writer_exits_naming_the_choices():
