@@ -14,6 +14,9 @@ Every lesson talks to Claude through `make_client()`, which returns the real
   data/responses/recorded.json in a clone, work/responses/recorded.json when the course is
   installed (see `record_file`).
 
+Each switch is 1 (on), or 0 or unset (off): another value ("true", "yes") raises SettingRefused rather
+than quietly replaying.
+
 Live spending is counted from each answer's `usage` and capped by `LAB_MAX_USD`.
 """
 
@@ -66,8 +69,9 @@ class LiveModeRefused(RuntimeError):
 
 
 class SettingRefused(anthropic.AnthropicError, ValueError):
-    """A setting under which live spending could not be capped. Raised before any call leaves; not an
-    `anthropic.APIError`, so code that records failed calls does not catch it."""
+    """A setting the model layer cannot use: a switch that is neither 1 nor 0, or one under which live spending
+    could not be capped. Raised before any call leaves; not an `anthropic.APIError`, so code that records
+    failed calls does not catch it."""
 
 
 def price(model: str = MODEL) -> Price:
@@ -89,13 +93,30 @@ def cost_usd(usage, model: str = MODEL) -> float:
     ) / 1_000_000
 
 
+SWITCHES = {"LAB_LIVE": "to go live (0 or unset replays stored answers)",
+            "LAB_RECORD": "with LAB_LIVE=1 to record live answers (0 or unset records nothing)"}
+
+
+def _switch(name: str) -> bool:
+    """1 is on; 0, empty or unset is off. Anything else is refused: 'true' taken as off would go unnoticed."""
+    said = os.environ.get(name, "")
+    if said not in ("", "0", "1"):
+        raise SettingRefused(f"{name} is {said!r}, neither 1 nor 0: set {name}=1 {SWITCHES[name]}. "
+                             "No call was made.")
+    return said == "1"
+
+
 def mode() -> str:
-    """'replay', 'live' or 'record', from the environment."""
-    if os.environ.get("LAB_LIVE") != "1":
-        return "replay"
+    """'replay', 'live' or 'record', from the environment; SettingRefused for a switch it cannot read."""
     if os.environ.get("NBGRADER_EXECUTION"):
         return "replay"  # grading is always offline, whatever the grader's shell says
-    return "record" if os.environ.get("LAB_RECORD") == "1" else "live"
+    live, record = _switch("LAB_LIVE"), _switch("LAB_RECORD")
+    if record and not live:
+        say_once("model layer: LAB_RECORD=1 records only with LAB_LIVE=1; this run replays stored answers "
+                 "and records nothing")
+    if not live:
+        return "replay"
+    return "record" if record else "live"
 
 
 def describe_mode() -> str:

@@ -86,6 +86,7 @@ def test_a_replayed_recorded_answer_is_named_once_per_kernel(server, monkeypatch
     monkeypatch.setenv("LAB_RECORD", "1")
     llm.make_client(responses_dir=tmp_path).messages.create(**HELLO)
     monkeypatch.delenv("LAB_LIVE")
+    monkeypatch.delenv("LAB_RECORD")  # a plain offline run, which replays what was recorded
     assert said_by_two_calls(tmp_path, capsys) == [
         f"model layer: replaying an answer recorded in {tmp_path / 'recorded.json'}, not one the course ships; "
         "delete that file to replay the course's answers"]

@@ -91,6 +91,40 @@ def test_modes_from_the_environment(offline, monkeypatch):
     assert llm.mode() == "record"
 
 
+@pytest.mark.parametrize("said", ["true", "yes", "on", "2", " 1"])
+def test_a_live_switch_other_than_1_or_0_is_refused_before_any_client(offline, monkeypatch, said):
+    monkeypatch.setenv("LAB_LIVE", said)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
+    for step in (llm.make_client, llm.describe_mode):
+        with pytest.raises(llm.SettingRefused) as err:
+            step()
+        message = str(err.value)
+        assert f"LAB_LIVE is {said!r}" in message and "LAB_LIVE=1" in message and "\n" not in message
+
+
+def test_a_record_switch_other_than_1_or_0_is_refused(offline, monkeypatch):
+    monkeypatch.setenv("LAB_LIVE", "1")
+    monkeypatch.setenv("LAB_RECORD", "yes")
+    with pytest.raises(llm.SettingRefused, match="LAB_RECORD is 'yes'.*LAB_RECORD=1"):
+        llm.mode()
+
+
+@pytest.mark.parametrize("said", ["0", ""])
+def test_a_live_switch_of_0_or_empty_replays(offline, monkeypatch, said):
+    monkeypatch.setenv("LAB_LIVE", said)
+    assert llm.mode() == "replay"
+
+
+def test_record_without_live_says_once_that_this_run_replays(offline, monkeypatch, capsys):
+    monkeypatch.setattr(llm, "SAID", set())
+    monkeypatch.setenv("LAB_RECORD", "1")
+    assert llm.mode() == "replay"
+    llm.describe_mode()
+    llm.make_client()
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and "LAB_RECORD=1" in lines[0] and "LAB_LIVE=1" in lines[0] and "replays" in lines[0]
+
+
 def test_cost_counts_cache_writes():
     p = llm.price(llm.MODEL)
     usage = {"input_tokens": 1000, "output_tokens": 100, "cache_creation_input_tokens": 2000,
