@@ -28,6 +28,8 @@ from .compare import compare
 from .prompt import Attempt
 from .registry import approve, verify
 
+LESSON_ITERATIONS = 4  # decisions per campaign in lesson 06, whose answers replay offline
+
 
 def _positive(text: str) -> int:
     value = int(text)
@@ -51,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="call the model (LAB_LIVE=1) instead of replaying stored answers")
     campaign = sub.choices["campaign"]
     campaign.add_argument("--campaigns", type=_positive, default=3)
-    campaign.add_argument("--iterations", type=_positive, default=4, help="decisions per campaign")
+    campaign.add_argument("--iterations", type=_positive, default=LESSON_ITERATIONS, help="decisions per campaign")
     comp = sub.choices["compare"]
     comp.add_argument("--evaluations", type=_positive,
                       help="evaluations per proposer (default: as many as the LLM used)")
@@ -89,8 +91,10 @@ def _campaign_summary(study: Study) -> str:
         lines.append(f"campaign {c.campaign}: {path}; {c.stop_reason}; final {c.final.id} "
                      f"({t['passed']}/{t['total']}, mean stored records "
                      f"{t['mean_stored_records']:.2f})")
-    lines.append(f"{study.calls} model calls, USD {study.cost_usd:.6f} of "
-                 f"{study.budget.limit_usd:.2f}; {verify(study.registry)}")
+    cost = f"USD {study.cost_usd:.6f} of {study.budget.limit_usd:.2f}"
+    spending = (f" replayed from stored answers, nothing spent; live they would cost {cost}"
+                if study.mode == "replay" else f", {cost} spent")
+    lines.append(f"{study.calls} model calls{spending}; {verify(study.registry)}")
     lines.append(f"wrote {study.registry}, report.md and report.json")
     return "\n".join(lines)
 
@@ -121,7 +125,13 @@ def main(argv: list[str] | None = None) -> int:
                            approved=not args.decline, note=args.note)
             print(f"recorded {line['decision']} of {args.candidate} (campaign {campaign}) by "
                   f"{args.reviewer} as line {line['seq']}: {json.dumps(line['config'])}")
-    # A replay miss or a failure of the live model layer: its own one-line message says what to do.
+    except llm.NoStoredAnswer as error:
+        # Its advice is for a notebook's cells; here the inputs are the command's flags.
+        print(f"error: {str(error).splitlines()[0]} Offline, answers are stored only for lesson 06's runs "
+              f"(--iterations {LESSON_ITERATIONS}, model {llm.DEFAULT_MODEL}): use those, or add --live "
+              "(with ANTHROPIC_API_KEY set) to ask the model.", file=sys.stderr)
+        return 2
+    # A failure of the live model layer: its own one-line message says what to do.
     except (OutputExists, FileNotFoundError, ValueError, llm.LiveModeRefused, anthropic.AnthropicError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -143,7 +143,9 @@ def test_cli_runs_offline_and_refuses_an_existing_output(offline, monkeypatch, c
     assert main(["campaign", "--campaigns", "3", "--iterations", "4", "--budget-usd", "0.50",
                  "--output", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "12 model calls" in printed and "replay" in printed
+    study = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert (f"12 model calls replayed from stored answers, nothing spent; live they would cost USD "
+            f"{study['spent_usd']:.6f} of 0.50; registry verified") in printed
     assert {p.name for p in out.iterdir()} == {"registry.jsonl", "report.md", "report.json"}
     before = (out / "registry.jsonl").read_bytes()
     assert main(["campaign", "--output", str(out)]) == 2
@@ -187,6 +189,14 @@ def test_the_cli_reports_a_replay_miss_as_one_error(offline, monkeypatch, capsys
     assert main(["campaign", "--iterations", "6", "--output", str(offline / "six")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: Replay mode has no stored answer") and "Traceback" not in err
+    assert "Decision 1 of 6" in err and err.count("\n") == 1, "one line, naming the request"
+    assert "--iterations 4" in err and "--live" in err and "notebook" not in err, "advice for the command"
+
+
+def test_the_cli_says_what_a_live_study_spent(server, offline, capsys):
+    assert main(["campaign", "--live", "--campaigns", "1", "--output", str(offline / "live")]) == 0
+    spent = json.loads((offline / "live" / "report.json").read_text(encoding="utf-8"))["spent_usd"]
+    assert spent > 0 and f"4 model calls, USD {spent:.6f} of 0.50 spent; registry" in capsys.readouterr().out
 
 
 def test_the_cli_reports_a_failure_of_the_model_layer_as_one_error(server, offline, capsys):
