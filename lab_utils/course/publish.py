@@ -131,8 +131,9 @@ LAB_LIVE=1 ANTHROPIC_API_KEY=... ANTHROPIC_BASE_URL=http://127.0.0.1:8080 make l
 Spending is counted and capped by `LAB_MAX_USD` (default USD 1.00 per kernel). A request that has
 no stored answer offline fails with a message saying how to go live. Your key is never written
 to a file. Record mode stores answers in `data/responses/recorded.json` in this folder, or in
-`work/responses/recorded.json` when the course is installed with pip; offline runs replay them before
-the course's own and say so once. Delete that file to get the course's answers back.
+`work/responses/recorded.json` when the course is installed with pip; offline, a recorded answer is
+replayed in place of the course's own for the same request, and the lesson says so once. Delete that
+file to get the course's answers back.
 
 ## On a JupyterHub (for its admin)
 
