@@ -17,11 +17,11 @@ behaves, nor an object of a class of its own that decides how it compares (a lis
 equal to everything would pass every `==` of the tests, or one that says it is of another class),
 nor raise an error whose message is such a string; nor run a copy of a reference's code built at
 run time (`exec(inspect.getsource(reference))`, its code given a cell's name, other names or
-constants, or code nested in it), which no cell of the notebook shows as it compiles, on any thread
-it starts or hands it to (the kernel's own loops: IOPub's, the control channel's); nor start another
-process, where the reference runs unwatched; nor read the test that called it, through its frames or
-wherever the kernel keeps its text (every call is watched, and IPython's input history holds no text
-while a test runs).
+constants or instructions that do nothing, or code nested in it), which no cell of the notebook shows
+as it compiles, on any thread it starts or hands it to (the kernel's own loops: IOPub's, the control
+channel's); nor start another process, where the reference runs unwatched; nor read the test that
+called it, through its frames or wherever the kernel keeps its text (every call is watched, and
+IPython's input history holds no text while a test runs).
 """
 
 from __future__ import annotations
@@ -316,7 +316,7 @@ PROXIES = (weakref.ProxyType, weakref.CallableProxyType)
 # What a test's comparison calls on a result besides ==: a class of the notebook's own may not decide it.
 COMPARING = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__", "__len__", "__iter__",
              "__bool__", "__float__", "__int__", "__index__", "__getattr__", "__getattribute__"}
-INSTALLED = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, PACKAGE_DIR.parent})
+INSTALLED = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, PACKAGE_DIR})
 PARTS = 10_000  # items of a container looked at, at each of its levels
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time, not one built into Python
 
@@ -539,30 +539,28 @@ def _compiled(source: str, filename: str, optimize: int = -1) -> Iterator[list[C
 
 
 def _copy_shapes(reference: FunctionType) -> frozenset:
-    """The shapes a copy of `reference` compiled from its source can have (with or without the
-    annotations future its module may import), and its code's own: worked out once per code object,
-    since compiling the source again at every test cost more than most tests."""
+    """(shape, instructions) of each code a copy of `reference` compiled from its source can have (with or
+    without the annotations future its module may import), and of its code's own: worked out once per code
+    object, since compiling the source again at every test cost more than most tests."""
     code = reference.__code__
     made_from, shapes = _shapes_cached(reference, id(code))  # by id: hashing code would hash its constants
-    return shapes if made_from is code else frozenset(_shapes_of(reference))
+    return shapes if made_from is code else _shapes_of(reference)
 
 
 @functools.lru_cache(maxsize=256)  # an lru_cache holds only what it computed: nothing can be slipped in
 def _shapes_cached(reference: FunctionType, code_id: int) -> tuple[CodeType, frozenset]:
-    return reference.__code__, frozenset(_shapes_of(reference))
+    return reference.__code__, _shapes_of(reference)
 
 
-def _shapes_of(reference: FunctionType) -> set[tuple]:
-    shapes = {_shape(reference.__code__)}
-    try:
+def _shapes_of(reference: FunctionType) -> frozenset:
+    codes = [reference.__code__]
+    with suppress(OSError, TypeError):
         source = textwrap.dedent(inspect.getsource(reference))
-    except (OSError, TypeError):
-        return shapes
-    # A copy may be compiled without its asserts (-O) or its docstrings too (-OO): other constants and code.
-    for optimize in (0, 1, 2):
-        for codes in _compiled(source, "<copy>", optimize):
-            shapes.update(_shape(c) for c in codes if c.co_name == reference.__code__.co_name)
-    return shapes
+        # A copy may be compiled without its asserts (-O) or its docstrings too (-OO): other constants and code.
+        for optimize in (0, 1, 2):
+            for compiled in _compiled(source, "<copy>", optimize):
+                codes += [c for c in compiled if c.co_name == reference.__code__.co_name]
+    return frozenset((_shape(c), _instructions(c)) for c in codes)
 
 
 def _signature(code: CodeType) -> tuple:
@@ -575,6 +573,50 @@ def _shape(code: CodeType) -> tuple:
     It runs inside the watch, so it runs no code of the notebook's (a constant's __repr__ or __hash__
     could switch the watch off): it reads only constants a compiler makes."""
     return code.co_code, code.co_names, code.co_varnames, tuple(map(_constant, code.co_consts))
+
+
+OP = dis.opmap
+ENDING = frozenset(OP[name] for name in ("RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD",
+                                         "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+                   if name in OP)  # the instruction after one of these runs only if something jumps to it
+JUMPS = frozenset(dis.hasjrel + dis.hasjabs)
+BACKWARD = frozenset(op for op in JUMPS if "JUMP_BACKWARD" in dis.opname[op])
+DOING_NOTHING = frozenset({OP["NOP"], OP["EXTENDED_ARG"], OP["CACHE"]})
+
+
+def _instructions(code: CodeType) -> tuple:
+    """What `code` does, as a copy with instructions that do nothing added does it too: the instructions
+    that can run (reached from the start, by a jump or from an exception handler), by opcode and argument,
+    without NOPs, and a jump by the instruction it lands on. Read from the bytes alone: its names and
+    constants are not looked at (a constant's __repr__ could be the notebook's), and no bytes make it fail."""
+    raw = code.co_code
+    ops, args, extended = raw[0::2], [], 0  # one unit of two bytes per instruction or inline cache (CACHE)
+    for op, arg in zip(ops, raw[1::2]):
+        args.append(arg | extended if op >= dis.HAVE_ARGUMENT else 0)
+        extended = args[-1] << 8 if op == OP["EXTENDED_ARG"] else 0
+
+    def target(n: int) -> int:  # the unit a jump lands on: counted from past its inline caches
+        after = n + 1
+        while after < len(ops) and ops[after] == OP["CACHE"]:
+            after += 1
+        return after + (-args[n] if ops[n] in BACKWARD else args[n])
+
+    handlers = [(h.start // 2, h.end // 2, h.target // 2) for h in dis._parse_exception_table(code)]
+    reached, todo = set(), [0]
+    while todo:
+        n = todo.pop()
+        if n in reached or not 0 <= n < len(ops):
+            continue
+        reached.add(n)
+        todo += [to for start, end, to in handlers if start <= n < end]
+        if ops[n] in JUMPS:
+            todo.append(target(n))
+        if ops[n] not in ENDING:
+            todo.append(n + 1)
+    kept = sorted(n for n in reached if ops[n] not in DOING_NOTHING)
+    place = {n: k for k, n in enumerate(kept)}
+    landing = lambda n: next((place[m] for m in range(max(n, 0), len(ops)) if m in place), None)
+    return tuple((ops[n], landing(target(n)) if ops[n] in JUMPS else args[n]) for n in kept)
 
 
 def _constant(value) -> object:
@@ -633,15 +675,17 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str],
     `peeked`) the code that called the answer read, a trace function set (which is handed every frame, the
     test's too), IPython's input history or Python's gc (which find the test's text) read, from code that
     is not installed."""
-    shapes = {shape: dotted for dotted, reference in references for shape in _copy_shapes(reference)}
-    # The same instructions with other names, variables or constants: globals or locals renamed, a docstring
-    # reworded, the reference's code given other names (code.replace). Also a quick test before the whole shape.
-    alike = {shape[0]: dotted for shape, dotted in shapes.items()}
+    copies = [(dotted, *pair) for dotted, reference in references for pair in _copy_shapes(reference)]
+    shapes = {shape: dotted for dotted, shape, _ in copies}
+    # The same instructions with other names, variables or constants, or with instructions that do nothing:
+    # globals or locals renamed, a docstring reworded, the reference's code given other names or a NOP
+    # (code.replace), its source given a `pass`.
+    alike = {steps: dotted for dotted, _, steps in copies}
     # Code nested in a reference (a sort key, a lambda), which only the reference's own code, switched off,
     # would run: by where it was compiled too, as no library's code that looks alike was.
-    inner = [(code, dotted) for dotted, reference in references for code in _nested(reference.__code__)]
-    nested = {(code.co_filename, code.co_firstlineno, _shape(code)): dotted for code, dotted in inner}
-    suspects = alike.keys() | {code.co_code for code, _ in inner}
+    nested = {(code.co_filename, code.co_firstlineno, _instructions(code)): dotted
+              for dotted, reference in references for code in _nested(reference.__code__)}
+    looked: dict[int, tuple[CodeType, str | None]] = {}  # by code's id, the code kept so that its id stays its own
     sealed = _SEALED
     label = references[0][0] if references else "lab_utils"
     setting = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
@@ -663,9 +707,10 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str],
             code = frame.f_code
             if id(code) in handing and not _installed(frame.f_back.f_code.co_filename):
                 peeked.append(handing[id(code)])
-            if code.co_code in suspects and (dotted := _copy_of(code, shapes, alike, nested)) is not None \
-                    and not _written_in_a_cell(code, cells, sealed):
-                copied.append(dotted)
+            if (kept := looked.get(id(code))) is None or kept[0] is not code:  # each code looked at once
+                kept = looked[id(code)] = code, _copy_of(code, shapes, alike, nested)
+            if kept[1] is not None and not _written_in_a_cell(code, cells, sealed):
+                copied.append(kept[1])
         elif event == "c_call":
             if arg in noted and not _own(frame.f_code):
                 if (means := setting.get(arg)) is not None:
@@ -720,12 +765,13 @@ def _methods(cls: type) -> list[FunctionType]:
 
 def _copy_of(code: CodeType, shapes: dict, alike: dict, nested: dict) -> str | None:
     """The reference that `code` is a copy of, or None: its shape, code nested in it as compiled there, or
-    its instructions with other names, local variables or constants, unless it is what an installed file
-    compiles to (a library's function that differs from the reference only in those)."""
-    shape = _shape(code)
-    if (dotted := shapes.get(shape) or nested.get((code.co_filename, code.co_firstlineno, shape))) is not None:
+    its instructions with other names, local variables or constants or with instructions that do nothing,
+    unless it is what an installed file compiles to (a library's function that differs from the reference
+    only in those)."""
+    steps = _instructions(code)
+    if (dotted := shapes.get(_shape(code)) or nested.get((code.co_filename, code.co_firstlineno, steps))) is not None:
         return dotted
-    dotted = alike.get(code.co_code)
+    dotted = alike.get(steps)
     return None if dotted is None or _compiled_from_its_file(code) else dotted
 
 

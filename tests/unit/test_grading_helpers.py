@@ -1,7 +1,9 @@
 """The own-implementation check catches imports and thin wrappers, and accepts real work."""
 
 import contextlib
+import dis
 import functools
+import importlib.util
 import inspect
 import json
 import queue
@@ -9,17 +11,19 @@ import re
 import socketserver
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import types
 from concurrent.futures import ThreadPoolExecutor
 from logging.handlers import QueueListener
+from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from tornado.ioloop import IOLoop
 
-from lab_utils import grading, memory
+from lab_utils import grading, memory, paths
 from lab_utils.grading import (DECIDES, NO_TEXT, PEEKED, REACHED, SWITCHED, TAKEN, assert_own_implementation,
                                own_implementation)
 from lab_utils.memory import format_recall
@@ -190,6 +194,21 @@ COPIED_AT_RUN_TIME = {
     "its source, its local names renamed": "import inspect, lab_utils.memory as q\n"
                                            "from lab_utils.memory import Memory, NOTHING\n"
                                            "exec(inspect.getsource(q.format_recall).replace('memories', 'ms'))\n",
+    # Others': one instruction that does nothing, or a line that does nothing, added to the reference's code.
+    "its code, a NOP appended": "import dis, types, lab_utils.memory as q\nfrom lab_utils.memory import NOTHING\n"
+                                "c = q.format_recall.__code__\n"
+                                "_r = types.FunctionType(c.replace(co_code=c.co_code + bytes([dis.opmap['NOP'], 0])),"
+                                " globals())\n"
+                                "def format_recall(ms):\n    return _r(ms)\n",
+    "its code, instructions after its end": "import dis, types, lab_utils.memory as q\n"
+        "from lab_utils.memory import NOTHING\nc = q.format_recall.__code__\n"
+        "dead = bytes([dis.opmap['LOAD_CONST'], 200, dis.opmap['RETURN_VALUE'], 0])\n"
+        "_r = types.FunctionType(c.replace(co_code=c.co_code + dead), globals())\n"
+        "def format_recall(ms):\n    return _r(ms)\n",
+    "its source, a pass line added": "import inspect, lab_utils.memory as q\n"
+                                     "from lab_utils.memory import Memory, NOTHING\n"
+                                     "exec(inspect.getsource(q.format_recall).replace('        return', "
+                                     "'        pass\\n        return'))\n",
     "its source, its docstring changed": "import inspect, lab_utils.memory as q\n"
                                          "from lab_utils.memory import Memory, NOTHING\n"
                                          "exec(inspect.getsource(q.format_recall)\n"
@@ -206,19 +225,41 @@ def test_a_copy_of_the_reference_built_at_run_time_fails(source):
     assert format_recall([]) == memory.NOTHING and sys.getprofile() is None, "all is put back"
 
 
+def test_a_copy_written_as_a_module_in_the_work_folder_is_the_notebooks(monkeypatch):
+    """An outside cheater's: the reference's source given a `pass` line, written as a module in the work folder
+    inside the clone, and imported. The clone around lab_utils is not an installed library's folder."""
+    source = inspect.getsource(memory).replace("        return NOTHING", "        pass\n        return NOTHING")
+    paths.work_root().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=paths.work_root()) as folder:
+        module = Path(folder, "my_recall.py")
+        module.write_text(source)
+        spec = importlib.util.spec_from_file_location("my_recall", module)
+        monkeypatch.setitem(sys.modules, "my_recall", mine := importlib.util.module_from_spec(spec))
+        spec.loader.exec_module(mine)
+        student = run_as_cell("def format_recall(ms):\n    return mine.format_recall(ms)\n",
+                              mine=mine)["format_recall"]
+        said = "ran a copy of the lab_utils reference lab_utils.memory.format_recall"
+        with pytest.raises(AssertionError, match=said), own_implementation(student, "lab_utils.memory.format_recall"):
+            student([])
+
+
 def sort_key_in(code: types.CodeType) -> types.CodeType:
     """The first code object nested in `code`: a module's first function, a method's sort key."""
     return next(c for c in code.co_consts if isinstance(c, types.CodeType))
 
 
-@pytest.mark.parametrize("copied", [True, False], ids=["nested in the reference", "its text compiled elsewhere"])
-def test_code_nested_in_a_reference_is_a_copy_as_compiled_there_only(copied):
+@pytest.mark.parametrize("where", ["nested in the reference", "nested, a NOP appended", "compiled elsewhere"])
+def test_code_nested_in_a_reference_is_a_copy_as_compiled_there_only(where):
     """An outside cheater's answer ran the sort key nested in SkillStore.eviction_order, made a function of its
-    own; the same text compiled elsewhere (a library's code that looks alike) is no copy."""
+    own (another's, with a NOP appended); the same text compiled elsewhere (a library's code that looks alike)
+    is no copy."""
+    copied = where != "compiled elsewhere"
     reference = SkillStore.eviction_order.__code__
     elsewhere = compile(textwrap.dedent(inspect.getsource(SkillStore.eviction_order)), "<library>", "exec")
     key = sort_key_in(reference if copied else sort_key_in(elsewhere))
     assert grading._shape(key) == grading._shape(sort_key_in(reference)), "the same instructions, names, constants"
+    if where == "nested, a NOP appended":
+        key = key.replace(co_code=key.co_code + bytes([dis.opmap["NOP"], 0]))
     student = run_as_cell("def eviction_choice(skills):\n    return min(skills, key=helper).name\n",
                           helper=types.FunctionType(key, {}))["eviction_choice"]
     skill = types.SimpleNamespace(name="a", meta=types.SimpleNamespace(lastUsedAt=None, createdAt=1))
