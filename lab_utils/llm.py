@@ -30,6 +30,7 @@ import math
 import os
 import socket
 import ssl
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -125,6 +126,21 @@ def describe_mode() -> str:
     if m == "replay":
         return f"model layer: replay (offline, stored answers from data/responses/, model {MODEL})"
     return f"model layer: {m} (calls {MODEL}; spending cap USD {spending_cap():.2f})"
+
+
+@contextmanager
+def stored_figures(what: str):
+    """Checks, in a `with` block, figures that come from the model's answers: the text states those of the
+    stored answers. Replayed, a failed check fails the cell like any other. Live, the model may answer
+    otherwise: the cell says so, with the failed check's message (this run's figure), and goes on."""
+    try:
+        yield
+    except (AssertionError, LookupError) as error:
+        if mode() == "replay":
+            raise
+        found = str(error) if isinstance(error, AssertionError) and str(error) else repr(error)
+        print(f"{what}: the live answers differ from the stored ones, so the text's figures do not hold "
+              f"this time: {found}")
 
 
 # -- canonical requests and the stored answers ------------------------------------------

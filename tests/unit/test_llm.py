@@ -91,6 +91,45 @@ def test_modes_from_the_environment(offline, monkeypatch):
     assert llm.mode() == "record"
 
 
+def campaign_check(calls: int) -> None:
+    """A check cell of a lesson: the text says a dozen calls, as the stored answers give."""
+    with llm.stored_figures("the study"):
+        assert calls == 12, f"a dozen calls (this run: {calls})"
+        print("the next check")
+
+
+def test_stored_figures_fail_a_replayed_check_as_strictly_as_a_plain_assert(offline, capsys):
+    campaign_check(12)
+    with pytest.raises(AssertionError, match=r"a dozen calls \(this run: 9\)"):
+        campaign_check(9)
+    assert "differ" not in capsys.readouterr().out
+
+
+def test_stored_figures_fail_while_graded_even_with_live_switched_on(offline, monkeypatch):
+    monkeypatch.setenv("LAB_LIVE", "1")
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with pytest.raises(AssertionError):
+        campaign_check(9)
+
+
+@pytest.mark.parametrize("switches", [("LAB_LIVE",), ("LAB_LIVE", "LAB_RECORD")])
+def test_stored_figures_say_live_that_the_answers_differ_and_what_this_run_found(offline, monkeypatch, capsys,
+                                                                                 switches):
+    for name in switches:
+        monkeypatch.setenv(name, "1")
+    campaign_check(9)
+    out = capsys.readouterr().out  # pytest adds the compared values to the message of an assert it rewrote
+    assert out.startswith("the study: the live answers differ from the stored ones") and "this run: 9" in out
+    assert "the next check" not in out, "a failed check ends the block"
+    for failing, found in [(lambda: [][0], "IndexError("), (lambda: {}["agent-04"], "KeyError('agent-04')"),
+                           (lambda: exec("assert False"), "AssertionError()")]:
+        with llm.stored_figures("campaign 1"):
+            failing()
+        assert found in capsys.readouterr().out
+    with pytest.raises(ZeroDivisionError), llm.stored_figures("a broken cell"):  # only a check's failure is said
+        print(1 / 0)
+
+
 @pytest.mark.parametrize("said", ["true", "yes", "on", "2", " 1"])
 def test_a_live_switch_other_than_1_or_0_is_refused_before_any_client(offline, monkeypatch, said):
     monkeypatch.setenv("LAB_LIVE", said)
