@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from lab_utils.memory import NOTHING, Memory, MemoryFileError, MemoryStore, TornLineWarning, format_recall
+from lab_utils.files import disk_full_past
+from lab_utils.memory import (NOTHING, Memory, MemoryFileError, MemoryStore, TornLineWarning, format_recall,
+                              memory_to_json)
 from lab_utils.paths import load_data
 
 RAW_LOG = load_data("support", "raw_log.json")
@@ -100,6 +102,20 @@ def test_rewrite_is_complete_and_keeps_the_index_in_step(store):
     assert [json.loads(line)["source"] for line in store.path.read_text().splitlines()].count("t-8801") == 0
     assert all(m.source != "t-8801" for m in store.search("guess export enterprise permission", 5))
     assert MemoryStore(store.path).items == store.items
+
+
+def test_a_rewrite_that_fails_midway_leaves_the_old_file_whole_where_a_write_in_place_tears_it(store):
+    before = store.path.read_bytes()
+    keep = [m for m in store.items if m.source != "t-9021"]
+    with disk_full_past(len(before) // 2), pytest.raises(OSError):
+        store._rewrite(keep)
+    assert store.path.read_bytes() == before and MemoryStore(store.path).items == store.items
+    assert [p.name for p in store.path.parent.iterdir() if p.suffix == ".tmp"] == []  # the temp file is gone
+    with disk_full_past(len(before) // 2), pytest.raises(OSError):
+        store.path.write_text("".join(memory_to_json(m) + "\n" for m in keep), encoding="utf-8")
+    assert len(store.path.read_bytes()) == len(before) // 2  # what a test of the lessons sees of such a write
+    with open(store.path, "ab") as file:
+        file.write(b"x" * len(before))  # the limit is lifted on leaving
 
 
 def test_two_stores_on_one_file_see_each_others_writes(tmp_path):
