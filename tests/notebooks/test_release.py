@@ -6,6 +6,7 @@ test_grading_day.py, which grades a whole class the way an instructor does.
 
 import ast
 import builtins
+import collections
 import importlib.util
 import json
 import re
@@ -113,6 +114,20 @@ def test_test_cells_reach_the_library_by_its_full_name(lesson):
                      for node in ast.walk(ast.parse(cell.source))
                      if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lab_utils"))
     assert not binding, f"{lesson}: test cells that bind a name of lab_utils: {binding}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_no_two_test_cells_define_a_function_of_one_name(lesson):
+    """Autograde holds a test cell to the functions of the test cells it calls (a notebook that defines one
+    again fails them): two test cells with a function of one name, nested or not, would fail a full answer."""
+    nb = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    cells = collections.defaultdict(set)
+    for cell in filter(is_test, nb.cells):
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                cells[node.name].add(nbgrader_meta(cell)["grade_id"])
+    twice = {name: sorted(ids) for name, ids in cells.items() if len(ids) > 1}
+    assert not twice, f"{lesson}: functions of one name in several test cells: {twice}"
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
