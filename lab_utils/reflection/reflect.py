@@ -241,10 +241,13 @@ class Reflector:
     def __call__(self, agent: str, runs: list[RunRecord], now: dt.datetime) -> Outcome:
         store = self.skills(agent)
         # The runs' skill reads happened before this cycle: record them first, so that
-        # lastUsedAt is right before a new skill evicts anything.
+        # lastUsedAt is right before a new skill evicts anything. A recorded run may have read a
+        # skill this loop never wrote (live, the model names its skills its own way): that read
+        # refreshes nothing.
         for run in runs:
             for name in run.skills_read:
-                store.read(name, run.ended_at)
+                if name in store:
+                    store.read(name, run.ended_at)
         outcome = reflect(self.client, self.request(agent, runs), store, self.memo_path(agent), now)
         self.history.append((agent, now, outcome))
         return outcome

@@ -18,6 +18,7 @@ from lab_utils.reflection import (RUNS_DIR, SCHEMA, Reflection, Reflector, SelfM
                                   system_prompt)
 from lab_utils.files import atomic_write_text
 from lab_utils.reflection.memo import MEMO_PART_CHARS, MemoFileError
+import live_server
 from live_server import LAYER_FAILURES, fail_live_calls
 
 UTC = dt.timezone.utc
@@ -347,3 +348,27 @@ def test_the_runs_show_exactly_the_skills_the_replayed_loop_had_written(replayed
     for run in runs:
         existing = sorted(name for (agent, name), at in created.items() if agent == run.agent and at <= run.started_at)
         assert sorted(run.skills_shown) == existing, run.run_id
+
+
+def test_a_read_of_a_skill_the_store_does_not_hold_refreshes_nothing(tmp_path):
+    root = tmp_path / "work"
+    SkillStore(root / "skills" / "a").save(new_skill("existing", "d", ["When a, always b."], T[0]))
+    [run] = load_runs(RUNS_DIR / "t-9310.jsonl")
+    run = run.model_copy(update={"agent": "a", "skills_read": ["ghost", "existing"]})
+    request = Reflector(llm.make_client(), root).request("a", [run])
+    reply = json.dumps({"summary": "s", "actions": [{"action": "nothing_to_save", "reason": "r"}]})
+    reflector = Reflector(answer(tmp_path, request, reply), root)
+    assert reflector("a", [run], T[12]).status == "nothing_to_save"
+    assert reflector.skills("a").names() == ["existing"]
+    assert reflector.skills("a").load("existing").meta.lastUsedAt == run.ended_at
+
+
+def test_the_fortnight_runs_live_to_its_end_when_the_model_names_no_skill_as_the_stored_answers_do(
+        server, monkeypatch, tmp_path):
+    """The recorded runs read the stored answers' skills; a live loop that wrote none of them still runs."""
+    monkeypatch.setattr(live_server, "reply", lambda body: llm.authored_message(body, json.dumps(
+        {"summary": "s", "actions": [{"action": "nothing_to_save", "reason": "r"}]})))
+    reflector = Reflector(llm.make_client(), tmp_path)
+    timeline = simulate(load_runs(), reflect=reflector)
+    assert [d.outcome for d in timeline if d.reflect] == ["nothing_to_save"] * 11
+    assert len(server.requests) == 11 and not list(tmp_path.glob("skills/*/*.md"))
