@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import __future__
 import collections
+import difflib
 import dis
 import functools
 import gc
@@ -685,8 +686,13 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str],
     # would run: by where it was compiled too, as no library's code that looks alike was.
     nested = {(code.co_filename, code.co_firstlineno, _instructions(code)): dotted
               for dotted, reference in references for code in _nested(reference.__code__)}
-    looked: dict[int, tuple[CodeType, str | None]] = {}  # by code's id, the code kept so that its id stays its own
     sealed = _SEALED
+    # The opcodes of a reference long enough that nearly the same ones in the same order make a copy: one with a
+    # few statements that do nothing added, which moves every local. Only where the notebook's cells are known:
+    # an answer written in a cell is often this like the reference.
+    outlines = {(dotted, tuple(op for op, _ in steps)) for dotted, _, steps in copies
+                if len(steps) >= OUTLINED} if sealed is not None or cells else set()
+    judged: dict[int, tuple[CodeType, str | None]] = {}  # by code's id, the code kept so that its id stays its own
     label = references[0][0] if references else "lab_utils"
     setting = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
                _thread.start_new_thread: "a thread started without it", **OUT_OF_SIGHT}
@@ -707,9 +713,10 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str],
             code = frame.f_code
             if id(code) in handing and not _installed(frame.f_back.f_code.co_filename):
                 peeked.append(handing[id(code)])
-            if (kept := looked.get(id(code))) is None or kept[0] is not code:  # each code looked at once
-                kept = looked[id(code)] = code, _copy_of(code, shapes, alike, nested)
-            if kept[1] is not None and not _written_in_a_cell(code, cells, sealed):
+            if (kept := judged.get(id(code))) is None or kept[0] is not code:  # each code judged once
+                dotted = _copy_of(code, shapes, alike, nested, outlines)
+                kept = judged[id(code)] = code, None if _written_in_a_cell(code, cells, sealed) else dotted
+            if kept[1] is not None:
                 copied.append(kept[1])
         elif event == "c_call":
             if arg in noted and not _own(frame.f_code):
@@ -763,16 +770,29 @@ def _methods(cls: type) -> list[FunctionType]:
     return [f for f in found if isinstance(f, FunctionType)]
 
 
-def _copy_of(code: CodeType, shapes: dict, alike: dict, nested: dict) -> str | None:
+def _copy_of(code: CodeType, shapes: dict, alike: dict, nested: dict, outlines: set) -> str | None:
     """The reference that `code` is a copy of, or None: its shape, code nested in it as compiled there, or
     its instructions with other names, local variables or constants or with instructions that do nothing,
-    unless it is what an installed file compiles to (a library's function that differs from the reference
-    only in those)."""
+    or nearly its opcodes, unless it is what an installed file compiles to (a library's function that is
+    only like the reference)."""
     steps = _instructions(code)
     if (dotted := shapes.get(_shape(code)) or nested.get((code.co_filename, code.co_firstlineno, steps))) is not None:
         return dotted
-    dotted = alike.get(steps)
+    dotted = alike.get(steps) or _resembled(tuple(op for op, _ in steps), outlines)
     return None if dotted is None or _compiled_from_its_file(code) else dotted
+
+
+OUTLINED = 8  # instructions a reference has at least for a likeness to it to mean a copy: a line or two is often
+RESEMBLES = 0.85  # of difflib's ratio: 2 × the opcodes in common, in order, over both counts
+
+
+def _resembled(opcodes: tuple, outlines: set) -> str | None:
+    """The reference whose opcodes these nearly are, in the same order; the cheap upper bounds first."""
+    for dotted, outline in outlines:
+        matcher = difflib.SequenceMatcher(None, outline, opcodes, autojunk=False)
+        if min(matcher.real_quick_ratio(), matcher.quick_ratio()) >= RESEMBLES and matcher.ratio() >= RESEMBLES:
+            return dotted
+    return None
 
 
 def _nested(code: CodeType) -> Iterator[CodeType]:

@@ -225,6 +225,35 @@ def test_a_copy_of_the_reference_built_at_run_time_fails(source):
     assert format_recall([]) == memory.NOTHING and sys.getprofile() is None, "all is put back"
 
 
+OWN_NDCG = ("def ndcg(top, item, n_relevant, k):\n"
+            "    gains = [1 / math.log2(r + 2) for r, m in enumerate(top[:k]) if is_relevant(m, item)]\n"
+            "    best = [1 / math.log2(r + 2) for r in range(min(k, n_relevant))]\n"
+            "    return sum(gains) / sum(best) if best else 0.0\n")
+
+
+@pytest.mark.parametrize("cell, copied", [
+    # An outside cheater's: the reference's text with a statement that does nothing first in it; its new local
+    # moves every other, so no instruction that reads a local is as it was, but nearly the same opcodes come in
+    # the same order.
+    ("exec(inspect.getsource(q.ndcg).replace('    dcg =', '    _pad = 0\\n    dcg ='))", True),
+    (f"exec({OWN_NDCG!r})", False),  # one's own, built at run time: about as like the reference as answers are
+    (OWN_NDCG, False),  # one's own, written in the cell
+], ids=["the reference, a statement added", "one's own, built at run time", "one's own, in a cell"])
+def test_code_built_at_run_time_with_nearly_a_references_opcodes_is_a_copy(cell, copied, monkeypatch):
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(grading, "_KERNEL_THREADS", frozenset(sys._current_frames()))
+    try:
+        shell.run_cell("import inspect, math\nimport lab_utils.metrics as q\nfrom lab_utils.memory import Memory\n"
+                       f"from lab_utils.metrics import is_relevant\n{cell}\n", store_history=True)
+        student = shell.user_ns["ndcg"]
+        said = "ran a copy of the lab_utils reference lab_utils.metrics.ndcg"
+        with pytest.raises(AssertionError, match=said) if copied else contextlib.nullcontext():
+            with own_implementation(student, "lab_utils.metrics.ndcg"):
+                assert student([memory.Memory("m-001", "episode", "an x", "t-1", 1.0)], {"marker": "x"}, 1, 3) == 1.0
+    finally:
+        InteractiveShell.clear_instance()
+
+
 def test_a_copy_written_as_a_module_in_the_work_folder_is_the_notebooks(monkeypatch):
     """An outside cheater's: the reference's source given a `pass` line, written as a module in the work folder
     inside the clone, and imported. The clone around lab_utils is not an installed library's folder."""
