@@ -94,13 +94,16 @@ TOOLS = ("inspect", "posixpath", "threading", "linecache", "functools", "traceba
 # sees starting runs the reference unwatched, and is gone before a test looks for it.
 REFUSED_FRAME = "while a notebook is graded, its code may not read a traceback's or a generator's frame"
 REFUSED_PROCESS = "while a notebook is graded, its code may not start a process through ctypes"
+REFUSED_C_API = "while a notebook is graded, its code may not reach Python's C API or read memory through ctypes"
+C_API = ("Py", "_Py")  # the names of Python's C API: PyEval_GetFrame hands over the running frame, the test's
 PROCESS_STARTERS = ("system", "popen", "fork", "vfork", "clone", "clone3", "syscall", "posix_spawn", "posix_spawnp",
                     "execl", "execle", "execlp", "execv", "execve", "execvp", "execvpe", "fexecve")
 
 
 def _refuse_audit_hooks(asked: str, cells: tuple[str, ...], refused_frame: str, refused_process: str,
-                        starters: tuple[str, ...]) -> None:
-    """Add an audit hook that refuses any later one, any change to itself, and Python's test modules,
+                        starters: tuple[str, ...], refused_c_api: str, c_api: tuple[str, ...]) -> None:
+    """Add an audit hook that refuses any later one, any change to itself, Python's test modules, and
+    ctypes' ways around the watch (a process started, Python's C API reached, memory read at an address),
     and hands the notebook's `cells` as sealed (once: to lab_utils.grading) and the kernel's shell (to
     the reports) when it raises the event `asked`.
     Runs inside the kernel before the notebook's first cell, shipped as source: self-contained."""
@@ -119,7 +122,7 @@ def _refuse_audit_hooks(asked: str, cells: tuple[str, ...], refused_frame: str, 
     frames = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
 
     def refuse(event, args, me=None, asked=None, cells=None, shell=None, getframe=None, installed=(), frames=(),
-               refused_frame="", refused_process="", starters=()):
+               refused_frame="", refused_process="", starters=(), refused_c_api="", c_api=()):
         # An audit hook sees each statement's syntax tree before it is compiled and could rewrite it
         # (drop a test's asserts); once added, none can be removed. The C API's test modules can
         # change how Python compiles (_testinternalcapi.set_config: asserts compiled away). Raising
@@ -135,12 +138,16 @@ def _refuse_audit_hooks(asked: str, cells: tuple[str, ...], refused_frame: str, 
             {}[refused_frame]
         if event == "ctypes.dlsym" and args[1] in starters:  # whoever asks: a library's function can be handed it
             {}[refused_process]
+        # No watch sees a call through ctypes: the C API's frame functions or memory read at an address would
+        # show an answer the test that called it. No library a lesson imports asks for either.
+        if event == "ctypes.dlsym" and args[1].startswith(c_api) or event == "ctypes.cdata":
+            {}[refused_c_api]
         if event == asked:  # out of the notebook's reach: a record of IPython's could be forged
             # The cells, hidden tests and all, once: to lab_utils.grading, imported before the notebook.
             args[0].extend((cells.pop() if cells else None, shell))
 
     refuse.__defaults__ = (refuse, asked, [cells], shell, sys._getframe, installed, frames, refused_frame,
-                           refused_process, starters)
+                           refused_process, starters, refused_c_api, c_api)
     sys.addaudithook(refuse)
 
 
@@ -349,7 +356,8 @@ def _guard(nb) -> str:
     code of answers: of code shaped like a reference's.)"""
     cells = tuple(TransformerManager().transform_cell(c.source) for c in nb.cells
                   if c.cell_type == "code" and not is_test(c))
-    return _shipped(_refuse_audit_hooks, SEALED_CELLS, cells, REFUSED_FRAME, REFUSED_PROCESS, PROCESS_STARTERS)
+    return _shipped(_refuse_audit_hooks, SEALED_CELLS, cells, REFUSED_FRAME, REFUSED_PROCESS, PROCESS_STARTERS,
+                    REFUSED_C_API, C_API)
 
 
 def _report_call(nonce: str, preload: list[str], imported: dict[str, tuple], helpers: tuple[str, ...] = ()) -> str:
@@ -703,7 +711,7 @@ def findings(autograded_notebook: Path) -> list[str]:
     return data["submission"] + data["execution"]
 
 
-REFUSED = re.compile(f"({re.escape(REFUSED_FRAME)}|{re.escape(REFUSED_PROCESS)})")
+REFUSED = re.compile(f"({'|'.join(map(re.escape, (REFUSED_FRAME, REFUSED_PROCESS, REFUSED_C_API)))})")
 DECIDED = re.compile(rf"(\w+) (?:returned|raised \w+ with) .+?, {re.escape(DECIDES)}(?: through [\w, ]+)?")
 USED = re.compile(rf"({'|'.join(map(re.escape, (TAKEN, REACHED, COPIED, SWITCHED, PEEKED)))}) ([\w.]+)")
 

@@ -323,6 +323,31 @@ def test_no_process_may_be_started_through_ctypes(tmp_path):
     assert integrity.refused(graded) == [f"test-double: refused: {integrity.REFUSED_PROCESS}"]
 
 
+# An outside cheater's answer: the test's frame from Python's C API through ctypes (numpy's copy of it), the name
+# found in dir(); the value the test compares with is read from it. No profile event marks a call through ctypes.
+THROUGH_THE_C_API = """import numpy
+def double(x):
+    api = numpy.ctypeslib.ctypes.pythonapi
+    here = getattr(api, next(n for n in ["PyEval_GetFrame"] if n))
+    return 2 * x
+"""
+# Another way to the same: memory read at an address.
+AT_AN_ADDRESS = """import numpy
+def double(x):
+    numpy.ctypeslib.ctypes.c_void_p.from_address(id(x))
+    return 2 * x
+"""
+
+
+@pytest.mark.parametrize("answer", [THROUGH_THE_C_API, AT_AN_ADDRESS], ids=["the C API", "an address"])
+def test_pythons_c_api_and_memory_are_out_of_reach_through_ctypes(answer, tmp_path):
+    cell, _ = run_sealed(exercise(answer), tmp_path)
+    assert errors(cell)[0] == f"KeyError: {integrity.REFUSED_C_API!r}", errors(cell)
+    graded = tmp_path / "graded.ipynb"
+    nbformat.write(new_notebook(cells=[cell]), graded)
+    assert integrity.refused(graded) == [f"test-double: refused: {integrity.REFUSED_C_API}"]
+
+
 def with_a_test_helper(answer: str, between: str = "") -> nbformat.NotebookNode:
     """exercise(answer) whose test cell defines a helper that a second test cell calls too (lesson 01's
     rejects, which its hidden tests call), and a cell of the student's between the two."""
