@@ -30,6 +30,7 @@ Limits, in nbgrader_config.py (defaults below):
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
@@ -98,8 +99,9 @@ class Sandbox(Configurable):
             *system_mounts(), "--dev", "/dev", "--proc", "/proc",
             "--size", str(self.tmp_mb * 2**20), "--tmpfs", "/tmp", *[arg for h in home for arg in ("--tmpfs", h)],
             *[arg for path in python_and_course() for arg in ("--ro-bind", path, path)], *font_list(),
-            # The grader's own code, which the students' repository leaves out, is not theirs to read.
-            "--tmpfs", GRADERS_CODE, "--remount-ro", GRADERS_CODE,
+            # The grader's own code, which the students' repository leaves out, is not theirs to read; nor
+            # are the installed modules no lesson needs that would show an answer the test calling it.
+            *[arg for folder in (GRADERS_CODE, *out_of_reach()) for arg in ("--tmpfs", folder, "--remount-ro", folder)],
             # The submission is read, not written: what the student's code writes goes to /tmp. Its
             # notebooks are not even read (a device on a nodev mount): the graded one holds the hidden tests.
             "--ro-bind", workdir, workdir, "--bind", sockets, sockets,
@@ -128,6 +130,9 @@ class Sandbox(Configurable):
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 SECRETS = ("/etc/shadow", "/etc/gshadow")  # readable by root, who may be grading
 GRADERS_CODE = os.path.realpath(Path(__file__).parent)  # lab_utils/course: the kernel imports none of it
+# Installed with the course's tools, imported by no lesson: a paused greenlet's frames (gr_frame) are the stack
+# of the test that called an answer, which no audit event or watch marks (greenlet comes with playwright).
+OUT_OF_REACH = ("greenlet",)
 MPLCONFIGDIR = "/tmp/matplotlib"  # the kernel's matplotlib settings and caches
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 KEPT_VARIABLES = ("PATH", "PYTHONPATH", "LANG", "LANGUAGE", "TZ", "NBGRADER_EXECUTION", "NBGRADER_VALIDATING")
@@ -141,6 +146,12 @@ def system_mounts() -> list[str]:
         elif os.path.isdir(path):
             mounts += ["--ro-bind", path, path]
     return mounts + [arg for path in SECRETS if os.path.exists(path) for arg in ("--ro-bind", "/dev/null", path)]
+
+
+def out_of_reach() -> list[str]:
+    """The folders of the OUT_OF_REACH packages installed here."""
+    return [os.path.realpath(folder) for name in OUT_OF_REACH if (spec := importlib.util.find_spec(name))
+            for folder in spec.submodule_search_locations or ()]
 
 
 def python_and_course() -> list[str]:

@@ -7,6 +7,7 @@ The course lives outside /tmp, as a real one does, so that the sandbox's private
 hide it by accident and each refusal is the sandbox's own.
 """
 
+import importlib.util
 import os
 import re
 import shutil
@@ -109,6 +110,9 @@ def attacks(root: Path, port: int) -> dict[str, tuple[str, str]]:
         "fonts": ("import glob, os\n"
                   "print('font list:', [os.stat(p).st_mtime_ns for p in glob.glob('/tmp/matplotlib/fontlist-*.json')])",
                   ""),
+        # An outside cheater's way to the test that called an answer: the frames of the paused main greenlet.
+        "greenlet": ("try:\n    from greenlet import getcurrent\n    print('greenlet: imported')\n"
+                     "except ImportError:\n    print('greenlet: out of reach')", ""),
     }
 
 
@@ -298,6 +302,11 @@ def test_the_answers_and_the_graders_secrets_are_out_of_sight(graded):
     printed = printed_by_the_attacker(graded)
     assert "found 0 []; key None; shadow 0; notebooks 1, read 0, 0 hidden tests" in printed, printed[-500:]
     assert KEY not in printed
+
+
+@pytest.mark.skipif(importlib.util.find_spec("greenlet") is None, reason="greenlet is not installed here")
+def test_greenlet_installed_for_the_course_is_out_of_the_kernels_reach(graded):
+    assert "greenlet: out of reach" in printed_by_the_attacker(graded)
 
 
 def test_numpy_starts_one_thread_whatever_the_cores(graded):
