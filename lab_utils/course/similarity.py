@@ -2,7 +2,11 @@
 
 Each answer cell is parsed as IPython runs it and normalized (each use of a name replaced by how far
 back it was used last, literals reduced to their type, docstrings, comments and annotations dropped),
-so renaming variables or rewording strings does not hide a copy. The strings of a dict, list, tuple or
+so renaming variables or rewording strings does not hide a copy. Statements that do nothing inside a
+function are dropped first (`pass`, a name or a constant alone, a constant stored to names nothing in the
+function reads, such as an outside tester's `_pad = 0` at the top of each function of a pasted reference):
+every comparison below sees the answer without them, and the library without them too. Nothing outside
+functions is dropped: other cells read an answer's constants. The strings of a dict, list, tuple or
 set display keep their text: they are data the answer states, and an answer that is data (lesson 08's
 attack, a dict in a given format) has no shape of its own, so any two would look alike as types.
 Two normalized answers are compared token by token with difflib.
@@ -61,6 +65,69 @@ MIN_PATTERN_CHARS = 40
 MIN_WRITTEN_WORDS = 30
 
 
+class _DropNoOps(ast.NodeTransformer):
+    """Drops the statements of functions that do nothing (_does_nothing): padding hides no copy. A block
+    left empty gets a `pass`. Nothing outside functions is dropped: other cells read an answer's constants."""
+
+    def __init__(self):
+        self.read: set[str] | None = None  # the names the function being visited reads; None outside functions
+
+    def _scope(self, node, read: set[str] | None):
+        outer, self.read = self.read, read
+        self.generic_visit(node)
+        self.read = outer
+        return node
+
+    def visit_FunctionDef(self, node):
+        return self._scope(node, _read_names(node))
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):  # a class body's names are attributes, read from outside
+        return self._scope(node, None)
+
+    def _statement(self, node):
+        return None if self.read is not None and _does_nothing(node, self.read) else self.generic_visit(node)
+
+    visit_Pass = visit_Expr = visit_Assign = _statement
+
+    def generic_visit(self, node):
+        blocks = [field for field in ("body", "orelse", "finalbody") if getattr(node, field, None)]
+        super().generic_visit(node)
+        for field in blocks:  # an emptied clause keeps a `pass`: a `try` with no handler needs its `finally`
+            setattr(node, field, getattr(node, field) or [ast.Pass()])
+        return node
+
+
+def _read_names(function: ast.FunctionDef) -> set[str]:
+    """The names a function (its inner functions too) reads, or shares with another scope: a store to any
+    other is dead. A name alone as a statement reads it to no end."""
+    nodes = list(ast.walk(function))
+    alone = {id(node.value) for node in nodes if isinstance(node, ast.Expr)}
+    read = {node.id for node in nodes
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store) and id(node) not in alone}
+    added = {node.target.id for node in nodes if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)}
+    shared = {name for node in nodes if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
+    return read | added | shared
+
+
+def _does_nothing(statement: ast.stmt, read: set[str]) -> bool:
+    """`pass`, a name or a constant alone (a docstring too), or a constant stored to names nothing reads."""
+    if isinstance(statement, ast.Expr):
+        return isinstance(statement.value, (ast.Name, ast.Constant))
+    if isinstance(statement, ast.Assign):
+        return isinstance(statement.value, ast.Constant) and all(
+            isinstance(target, ast.Name) and target.id not in read for target in statement.targets)
+    return isinstance(statement, ast.Pass)
+
+
+def _parsed(source: str) -> ast.Module | None:
+    """A cell's code as IPython runs it (parsed_cell), without its functions' statements that do nothing:
+    what every comparison sees of an answer. None if it does not parse."""
+    tree = parsed_cell(source)
+    return None if tree is None else _DropNoOps().visit(tree)
+
+
 class _Normalize(ast.NodeTransformer):
     def __init__(self):
         self.names: dict[str, str] = {}
@@ -104,8 +171,8 @@ class _Normalize(ast.NodeTransformer):
 
 
 def tokens(source: str) -> list[str] | None:
-    """The normalized tokens of a cell's code, as IPython runs it (parsed_cell); None if it does not parse."""
-    tree = parsed_cell(source)
+    """The normalized tokens of a cell's code, as IPython runs it (_parsed); None if it does not parse."""
+    tree = _parsed(source)
     return None if tree is None else _normalized(tree)
 
 
@@ -173,15 +240,9 @@ def _blank(source: str, stub: list[str] | None) -> bool:
 def _stubs_only(source: str) -> bool:
     """Whether every function the answer defines still starts by raising NotImplementedError, as the
     released stub does (a word in a comment, or a raise after the code, is no stub)."""
-    functions = [node for node in ast.walk(parsed_cell(source))
+    functions = [node for node in ast.walk(_parsed(source))
                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    return bool(functions) and all(_raises_not_implemented(_first_statement(f)) for f in functions)
-
-
-def _first_statement(function: ast.FunctionDef) -> ast.stmt:
-    body = function.body
-    docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1
-    return body[1] if docstring else body[0]
+    return bool(functions) and all(_raises_not_implemented(f.body[0]) for f in functions)  # docstrings dropped
 
 
 def _raises_not_implemented(statement: ast.stmt) -> bool:
@@ -192,7 +253,7 @@ def _raises_not_implemented(statement: ast.stmt) -> bool:
 
 def _functions(source: str) -> list[ast.FunctionDef]:
     """Each function an answer defines at its top level (in the code its `%%time` runs too)."""
-    return [node for node in parsed_cell(source).body if isinstance(node, ast.FunctionDef)]
+    return [node for node in _parsed(source).body if isinstance(node, ast.FunctionDef)]
 
 
 def _verbatim(function: ast.FunctionDef) -> str:
@@ -226,7 +287,8 @@ def _library_functions() -> tuple[list[int], list[tuple[str, list[str]]], dict[s
     found: list[tuple[str, list[str]]] = []
     verbatim: dict[str, str] = {}
     for path, module in _library_modules():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        # Without statements that do nothing, as the answers: a library function pasted is the same.
+        for node in ast.walk(_DropNoOps().visit(ast.parse(path.read_text(encoding="utf-8")))):
             if isinstance(node, ast.FunctionDef):
                 # The node itself, not its source text: ast.get_source_segment splits the whole file per call.
                 # Copies: the walk goes on into the node's own functions, which must be as written.
@@ -256,7 +318,7 @@ def _library_copies(source: str) -> list[tuple[str, float]]:
     verbatim; else []. A string that is a library pattern is a copy of it whatever the answer's length."""
     lengths, library, verbatim = _library_functions()
     patterns = _library_patterns()
-    copies = [(patterns[node.value], 1.0) for node in ast.walk(parsed_cell(source))
+    copies = [(patterns[node.value], 1.0) for node in ast.walk(_parsed(source))
               if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in patterns]
     copied_tokens, pasted = 0, bool(copies)
     for function, twin in zip(_functions(source), _functions(source)):  # a tree each: both rewrite theirs

@@ -2,6 +2,7 @@
 (which honest students write alike) are not."""
 
 import ast
+import re
 import shutil
 
 import pytest
@@ -205,6 +206,57 @@ def test_a_short_answer_that_pastes_a_library_function_as_it_is_is_a_copy(tmp_pa
     found = similarity.near_copies(tmp_path, lesson)
     copied = f"near-copy of lab_utils.reflection.records.failed_for_real in {exercise} (up to 1.00)"
     assert found == {"max": copied, "ren": copied}
+
+
+def padded(source):
+    """The source with a dead store at the top of each block of its functions: an outside tester's `_pad = 0`."""
+    return re.sub(r"^((?:def | +).*:\n)( +)", r"\1\2_pad = 0\n\2", source, flags=re.M)
+
+
+def test_a_library_paste_padded_with_statements_that_do_nothing_is_a_copy(tmp_path):
+    """An outside tester pasted lab_utils.proposer.selection's rank and better into lesson 06's answer, which
+    was flagged; with `_pad = 0` at the top of each function, it was not."""
+    lesson, exercise = "06_proposer_loop", "better"
+    library = (ROOT / "lab_utils" / "proposer" / "selection.py").read_text()
+    nodes = {n.name: n for n in ast.parse(library).body if isinstance(n, ast.FunctionDef)}
+    pasted = padded("\n\n\n".join(ast.get_source_segment(library, nodes[name]) for name in ("rank", "better")))
+    assert pasted.count("_pad = 0") == 4
+    hand_in(tmp_path, lesson, {"pad": with_answers(notebook_path("lessons", lesson), {exercise: pasted})})
+    copied = "lab_utils.proposer.selection.rank, lab_utils.proposer.selection.better"
+    assert similarity.near_copies(tmp_path, lesson) == {"pad": f"near-copy of {copied} in {exercise} (up to 1.00)"}
+
+
+def test_the_reference_padded_with_statements_that_do_nothing_is_a_copy(tmp_path):
+    """Lesson 01's reference with a dead store at the top of each block came out 0.76 alike, under the bar."""
+    pasted = padded(reference(LESSON, EXERCISE))
+    assert pasted.count("_pad = 0") == 9
+    hand_in(tmp_path, LESSON, {"pad": with_answers(notebook_path("lessons", LESSON), {EXERCISE: pasted})})
+    assert similarity.near_copies(tmp_path, LESSON) == {
+        "pad": f"near-copy of the reference solution in {EXERCISE} (up to 1.00)"}
+
+
+def test_only_statements_that_do_nothing_inside_functions_are_set_aside():
+    """A pass, a name or a constant alone, a constant stored where nothing reads it: the answer is the same
+    without them. A constant at the top level (other cells read it), a store read later (by a lambda too) or
+    shared with the module, and a call are the answer's: without one of them, it is another answer."""
+    answer = ("LIMIT = 3\n\n\n"
+              "def capped_total(items):\n"
+              "    global CALLS\n"
+              "    CALLS = 0\n"
+              "    total = 0\n"
+              "    start = 0\n"
+              "    items.sort(key=lambda item: abs(item - start))\n"
+              "    for item in items:\n"
+              "        total += item\n"
+              "    return min(total, LIMIT)\n")
+    nothing = '    _pad = None\n    pass\n    ...\n    _pad\n    "a note"\n'
+    padded_answer = answer.replace("    total = 0\n", "    total = 0\n" + nothing)
+    assert similarity.tokens(padded_answer) == similarity.tokens(answer)
+    assert similarity.tokens("def f():\n    _pad = 0\n") == similarity.tokens("def f():\n    pass\n"), "a block"
+    real = ["LIMIT = 3\n", "    CALLS = 0\n", "    total = 0\n", "    start = 0\n",
+            "    items.sort(key=lambda item: abs(item - start))\n"]
+    for statement in real:
+        assert similarity.tokens(answer.replace(statement, "", 1)) != similarity.tokens(answer), statement
 
 
 def test_a_one_line_answer_that_is_the_librarys_word_for_word_is_not_a_copy(tmp_path):
