@@ -34,6 +34,7 @@ import functools
 import gc
 import importlib
 import inspect
+import _imp
 import _thread
 import linecache
 import os
@@ -507,10 +508,26 @@ def _inputs_out_of_reach(cells: dict[str, str]) -> Iterator[None]:
 
 
 def _compiled_from_its_file(code: CodeType) -> bool:
-    """Whether `code` is what the installed file it names compiles to, as the file is on disk."""
+    """Whether `code` is what the installed file it names compiles to, as the file is on disk, or what a
+    module frozen into Python holds (`<frozen abc>`: the standard library's first modules)."""
+    if (frozen := FROZEN.fullmatch(code.co_filename)) is not None:
+        return _signature(code) in _frozen(frozen[1])
     if not _installed(code.co_filename):
         return False
     return _signature(code) in _compiled_from(code.co_filename, _file_text(code.co_filename))
+
+
+FROZEN = re.compile(r"<frozen ([\w.]+)>")
+
+
+@functools.lru_cache(maxsize=64)
+def _frozen(name: str) -> frozenset:
+    """(name, first line, shape) of every code object of the module frozen into Python under `name`."""
+    try:
+        module = _imp.get_frozen_object(name)
+    except ImportError:  # no such module is frozen: code that only says it is
+        return frozenset()
+    return frozenset(_signature(code) for code in (module, *_nested(module)))
 
 
 @functools.lru_cache(maxsize=64)

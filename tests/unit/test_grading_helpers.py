@@ -1,5 +1,6 @@
 """The own-implementation check catches imports and thin wrappers, and accepts real work."""
 
+import abc
 import contextlib
 import dis
 import functools
@@ -252,6 +253,15 @@ def test_code_built_at_run_time_with_nearly_a_references_opcodes_is_a_copy(cell,
                 assert student([memory.Memory("m-001", "episode", "an x", "t-1", 1.0)], {"marker": "x"}, 1, 3) == 1.0
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_code_of_a_module_frozen_into_python_is_a_librarys():
+    """abc's isinstance check (`<frozen abc>`), which every test runs, has nearly the opcodes of a short reference
+    (lesson 04's recall_at_k): it is what Python's frozen abc holds, not a copy. Code that only says so is not."""
+    code = abc.ABCMeta.__instancecheck__.__code__
+    assert code.co_filename == "<frozen abc>" and grading._compiled_from_its_file(code)
+    assert not grading._compiled_from_its_file(code.replace(co_code=code.co_code + bytes([dis.opmap["NOP"], 0])))
+    assert not grading._compiled_from_its_file(code.replace(co_filename="<frozen nothing>"))
 
 
 def test_a_copy_written_as_a_module_in_the_work_folder_is_the_notebooks(monkeypatch):
