@@ -318,6 +318,8 @@ PROXIES = (weakref.ProxyType, weakref.CallableProxyType)
 # What a test's comparison calls on a result besides ==: a class of the notebook's own may not decide it.
 COMPARING = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__", "__len__", "__iter__",
              "__bool__", "__float__", "__int__", "__index__", "__getattr__", "__getattribute__"}
+# Python's, the libraries' and lab_utils' own folders, not the clone around lab_utils: its work folder is there,
+# and a module a notebook writes in it is the notebook's.
 INSTALLED = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, PACKAGE_DIR})
 PARTS = 10_000  # items of a container looked at, at each of its levels
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time, not one built into Python
