@@ -1,16 +1,13 @@
-"""Text files: atomic writes (a reader sees the old file or the new one, never half of either) and a
-full disk to show it with, reads that name the file and line when the bytes are not UTF-8 text, and
-the course's JSON data files (scenarios, attacks) found in files and folders, with errors that name
-the file."""
+"""Text files: atomic writes (a reader sees the old file or the new one, never half of either), reads
+that name the file and line when the bytes are not UTF-8 text, and the course's JSON data files
+(scenarios, attacks) found in files and folders, with errors that name the file."""
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import tempfile
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -27,18 +24,6 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
-
-
-@contextmanager
-def disk_full_past(size: int) -> Iterator[None]:
-    """While inside, this process cannot write any file past `size` bytes: a write that would go
-    further stops there and raises OSError, as on a full disk (Python ignores the SIGXFSZ signal)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (size if hard == resource.RLIM_INFINITY else min(size, hard), hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
 
 
 class NotUTF8Error(ValueError):
