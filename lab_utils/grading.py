@@ -602,13 +602,20 @@ ENDING = frozenset(OP[name] for name in ("RETURN_VALUE", "RETURN_CONST", "RAISE_
 JUMPS = frozenset(dis.hasjrel + dis.hasjabs)
 BACKWARD = frozenset(op for op in JUMPS if "JUMP_BACKWARD" in dis.opname[op])
 DOING_NOTHING = frozenset({OP["NOP"], OP["EXTENDED_ARG"], OP["CACHE"]})
+# A value pushed and at once dropped, or stored in a local nothing reads (`x` or `_pad = 0` alone on a line), does
+# nothing either. Where an instruction names two locals at once (3.13), none of this is looked for.
+PUSHING_ONLY = frozenset({OP["LOAD_CONST"], OP["LOAD_FAST"]})
+TWO_LOCALS = frozenset(OP[name] for name in ("LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST")
+                       if name in OP)
+LOCALS, CONSTANTS = frozenset(dis.haslocal), frozenset(dis.hasconst)
 
 
 def _instructions(code: CodeType) -> tuple:
     """What `code` does, as a copy with instructions that do nothing added does it too: the instructions
     that can run (reached from the start, by a jump or from an exception handler), by opcode and argument,
-    without NOPs, and a jump by the instruction it lands on. Read from the bytes alone: its names and
-    constants are not looked at (a constant's __repr__ could be the notebook's), and no bytes make it fail."""
+    without NOPs and values pushed for nothing, a jump by the instruction it lands on, locals and constants
+    by the order they come in. Read from the bytes alone: its names and constants are not looked at (a
+    constant's __repr__ could be the notebook's), and no bytes make it fail."""
     raw = code.co_code
     ops, args, extended = raw[0::2], [], 0  # one unit of two bytes per instruction or inline cache (CACHE)
     for op, arg in zip(ops, raw[1::2]):
@@ -634,9 +641,46 @@ def _instructions(code: CodeType) -> tuple:
         if ops[n] not in ENDING:
             todo.append(n + 1)
     kept = sorted(n for n in reached if ops[n] not in DOING_NOTHING)
+    if not TWO_LOCALS.intersection(ops[n] for n in kept):
+        kept = _without_idle_pairs(kept, ops, args, {target(n) for n in kept if ops[n] in JUMPS} |
+                                   {to for _, _, to in handlers})
     place = {n: k for k, n in enumerate(kept)}
     landing = lambda n: next((place[m] for m in range(max(n, 0), len(ops)) if m in place), None)
-    return tuple((ops[n], landing(target(n)) if ops[n] in JUMPS else args[n]) for n in kept)
+    # Locals (past the arguments) and constants numbered as they first come: a local or a constant
+    # that only an idle pair used moved the others.
+    first = _numbered_as_they_come(kept, ops, args, LOCALS, _arguments(code))
+    first |= _numbered_as_they_come(kept, ops, args, CONSTANTS, 0)
+    return tuple((ops[n], landing(target(n)) if ops[n] in JUMPS else first.get(n, args[n])) for n in kept)
+
+
+def _without_idle_pairs(kept: list[int], ops: bytes, args: list[int], landed: set[int]) -> list[int]:
+    """`kept` without each push of a constant or a local that the next instruction drops or stores in a
+    local no other instruction reads, where nothing jumps in between the two; again until none is left
+    (a local that only such a pair read)."""
+    while True:
+        read = {args[n] for n in kept if ops[n] in LOCALS and ops[n] != OP["STORE_FAST"]}
+        idle = {n for pair in zip(kept, kept[1:]) for n in pair
+                if ops[pair[0]] in PUSHING_ONLY and not landed.intersection(range(pair[0] + 1, pair[1] + 1))
+                and (ops[pair[1]] == OP["POP_TOP"] or ops[pair[1]] == OP["STORE_FAST"] and args[pair[1]] not in read)}
+        if not idle:
+            return kept
+        kept = [n for n in kept if n not in idle]
+
+
+def _numbered_as_they_come(kept: list[int], ops: bytes, args: list[int], kind: frozenset, fixed: int) -> dict[int, int]:
+    """By instruction, its argument (a local's or a constant's index) renumbered in the order the indexes
+    first come; indexes below `fixed` (the arguments') keep their number."""
+    number: dict[int, int] = {}
+    for n in kept:
+        if ops[n] in kind and args[n] >= fixed:
+            number.setdefault(args[n], fixed + len(number))
+    return {n: number.get(args[n], args[n]) for n in kept if ops[n] in kind}
+
+
+def _arguments(code: CodeType) -> int:
+    """How many of `code`'s locals are its arguments (*args and **kwargs included)."""
+    return code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & inspect.CO_VARARGS) + \
+        bool(code.co_flags & inspect.CO_VARKEYWORDS)
 
 
 def _constant(value) -> object:
@@ -699,7 +743,7 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str],
     shapes = {shape: dotted for dotted, shape, _ in copies}
     # The same instructions with other names, variables or constants, or with instructions that do nothing:
     # globals or locals renamed, a docstring reworded, the reference's code given other names or a NOP
-    # (code.replace), its source given a `pass`.
+    # (code.replace), its source given a `pass`, a name alone or a constant stored in a local nothing reads.
     alike = {steps: dotted for dotted, _, steps in copies}
     # Code nested in a reference (a sort key, a lambda), which only the reference's own code, switched off,
     # would run: by where it was compiled too, as no library's code that looks alike was.
@@ -707,7 +751,7 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str],
               for dotted, reference in references for code in _nested(reference.__code__)}
     sealed = _SEALED
     # The opcodes of a reference long enough that nearly the same ones in the same order make a copy: one with a
-    # few statements that do nothing added, which moves every local. Only where the notebook's cells are known:
+    # few statements added that do next to nothing (`_pad = len("")`). Only where the notebook's cells are known:
     # an answer written in a cell is often this like the reference.
     outlines = {(dotted, tuple(op for op, _ in steps)) for dotted, _, steps in copies
                 if len(steps) >= OUTLINED} if sealed is not None or cells else set()

@@ -210,6 +210,13 @@ COPIED_AT_RUN_TIME = {
                                      "from lab_utils.memory import Memory, NOTHING\n"
                                      "exec(inspect.getsource(q.format_recall).replace('        return', "
                                      "'        pass\\n        return'))\n",
+    # A short reference's (under OUTLINED instructions): a statement that does nothing moves every local after it.
+    "its source, a constant stored in a local nothing reads": "import inspect, lab_utils.memory as q\n"
+        "from lab_utils.memory import Memory, NOTHING\n"
+        "exec(inspect.getsource(q.format_recall).replace('    if not', '    _pad = 0\\n    if not'))\n",
+    "its source, a name alone": "import inspect, lab_utils.memory as q\n"
+                                "from lab_utils.memory import Memory, NOTHING\n"
+                                "exec(inspect.getsource(q.format_recall).replace('    if not', '    memories\\n    if not'))\n",
     "its source, its docstring changed": "import inspect, lab_utils.memory as q\n"
                                          "from lab_utils.memory import Memory, NOTHING\n"
                                          "exec(inspect.getsource(q.format_recall)\n"
@@ -233,10 +240,9 @@ OWN_NDCG = ("def ndcg(top, item, n_relevant, k):\n"
 
 
 @pytest.mark.parametrize("cell, copied", [
-    # An outside cheater's: the reference's text with a statement that does nothing first in it; its new local
-    # moves every other, so no instruction that reads a local is as it was, but nearly the same opcodes come in
-    # the same order.
-    ("exec(inspect.getsource(q.ndcg).replace('    dcg =', '    _pad = 0\\n    dcg ='))", True),
+    # An outside cheater's, made harder: the reference's text with a statement first in it that does next to
+    # nothing but is not left out as one that does nothing is; nearly the same opcodes come in the same order.
+    ("exec(inspect.getsource(q.ndcg).replace('    dcg =', '    _pad = len(\"\")\\n    dcg ='))", True),
     (f"exec({OWN_NDCG!r})", False),  # one's own, built at run time: about as like the reference as answers are
     (OWN_NDCG, False),  # one's own, written in the cell
 ], ids=["the reference, a statement added", "one's own, built at run time", "one's own, in a cell"])
@@ -253,6 +259,25 @@ def test_code_built_at_run_time_with_nearly_a_references_opcodes_is_a_copy(cell,
                 assert student([memory.Memory("m-001", "episode", "an x", "t-1", 1.0)], {"marker": "x"}, 1, 3) == 1.0
     finally:
         InteractiveShell.clear_instance()
+
+
+@pytest.mark.parametrize("edit, same", [
+    (("    if not", "    _pad = 0\n    if not"), True),
+    (("        return NOTHING", "        memories\n        return NOTHING"), True),
+    (("    if not", "    _pad = memories\n    _pad\n    if not"), True),  # a local only an idle pair reads
+    (("    if not", "    _pad = memories\n    if not"), True),
+    (("        return NOTHING", "        return memories and NOTHING"), False),
+    (("    if not memories", "    _pad = memories\n    if not _pad"), False),  # the local is read
+    (("    if not memories", "    if not memories or 0"), False),
+], ids=["a constant stored", "a name alone", "a local read only by a name alone", "a local stored",
+        "a value used", "a stored local read", "a constant compared"])
+def test_statements_that_do_nothing_leave_the_instructions_as_they_were(edit, same):
+    source = inspect.getsource(memory.format_recall)
+    assert edit[0] in source
+    names = {"Memory": memory.Memory, "NOTHING": memory.NOTHING}
+    exec(source.replace(*edit), names)
+    instructions = grading._instructions(names["format_recall"].__code__)
+    assert (instructions == grading._instructions(memory.format_recall.__code__)) == same
 
 
 def test_code_of_a_module_frozen_into_python_is_a_librarys():
