@@ -215,8 +215,8 @@ COPIED_AT_RUN_TIME = {
         "from lab_utils.memory import Memory, NOTHING\n"
         "exec(inspect.getsource(q.format_recall).replace('    if not', '    _pad = 0\\n    if not'))\n",
     "its source, a name alone": "import inspect, lab_utils.memory as q\n"
-                                "from lab_utils.memory import Memory, NOTHING\n"
-                                "exec(inspect.getsource(q.format_recall).replace('    if not', '    memories\\n    if not'))\n",
+        "from lab_utils.memory import Memory, NOTHING\n"
+        "exec(inspect.getsource(q.format_recall).replace('    if not', '    memories\\n    if not'))\n",
     "its source, its docstring changed": "import inspect, lab_utils.memory as q\n"
                                          "from lab_utils.memory import Memory, NOTHING\n"
                                          "exec(inspect.getsource(q.format_recall)\n"
