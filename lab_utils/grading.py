@@ -297,13 +297,27 @@ _MISSING = object()
 # notebook's own may keep them only as they are (a namedtuple does; a list equal to everything does not).
 BUILT_IN = (list, tuple, dict, set, frozenset, str, bytes, int, float, complex)
 HARMLESS = {"__init__", "__new__", "__repr__", "__doc__", "__module__", "__qualname__", "__dict__", "__weakref__",
-            "__slots__", "__getnewargs__", "__match_args__", "__annotations__", "__init_subclass__"}
+            "__slots__", "__getnewargs__", "__match_args__", "__annotations__", "__init_subclass__",
+            "__firstlineno__", "__static_attributes__"}  # the last two: every class's, from Python 3.13
+
+
+def _data_types() -> tuple[type, ...]:
+    """pandas' and numpy's containers, where they are loaded."""
+    pandas, numpy = sys.modules.get("pandas"), sys.modules.get("numpy")
+    return ((pandas.DataFrame, pandas.Series, pandas.Index) if pandas else ()) + ((numpy.ndarray,) if numpy else ())
 
 
 def redefined(value) -> tuple[type, set[str]] | None:
     """(the built-in type, the behaviours of it the notebook redefines) for a value of a notebook's
-    subclass of a built-in type that changes how it compares, counts or reads; None for any other."""
+    subclass of a built-in type that changes how it compares, counts or reads, or of a pandas or numpy
+    container that adds anything; None for any other."""
     cls = type(value)
+    if (data := next((b for b in _data_types() if issubclass(cls, b)), None)) is not None:
+        # Such a container reads its data through members of its own a subclass can take over, some made on
+        # the fly (a property `_mgr` runs whatever it likes, after the answer returned, at each read).
+        changed = {name for c in cls.__mro__ if c not in data.__mro__
+                   for name in _notebooks_members(c, set(vars(c)) - HARMLESS)}
+        return (data, changed) if changed else None
     base = next((b for b in BUILT_IN if issubclass(cls, b)), None)  # not isinstance(): it believes __class__
     if base is None or cls is base:
         return None
@@ -409,7 +423,8 @@ def _parts(value, depth: int = 0) -> Iterator:
         children = [*value.keys(), *value.values()]
     elif issubclass(kind, (list, tuple, set, frozenset)):
         children = list(value)
-    elif pandas is not None and issubclass(kind, (pandas.DataFrame, pandas.Series, pandas.Index)):
+    elif pandas is not None and issubclass(kind, (pandas.DataFrame, pandas.Series, pandas.Index)) \
+            and redefined(value) is None:  # a subclass's members would run reading it: pretends() names them
         frame = value.to_frame() if isinstance(value, (pandas.Series, pandas.Index)) else value
         children = [*frame.index[:PARTS], *frame.columns[:PARTS],
                     *(v for column in frame.columns if frame[column].dtype == object for v in frame[column][:PARTS])]

@@ -394,6 +394,13 @@ EQUAL_TO_ALL = "class Anything(list):\n    def __eq__(self, other):\n        ret
      f"returned an object of Big, a class of the notebook's own, {DECIDES} through __float__"),
     ("import pandas as pd\nclass Anything:\n    def __eq__(self, other):\n        return True\n"
      "def find_pii(text):\n    return pd.DataFrame({'found': [Anything()]})\n", "returned an object of Anything"),
+    # An outside cheater's: a DataFrame whose data a property of its own makes at its first read, after the answer
+    # returned and its watch ended (by running a copy of the reference).
+    ("import pandas as pd\nclass Later(pd.DataFrame):\n    @property\n    def _mgr(self):\n"
+     "        return pd.DataFrame({'found': ['a@b.io']})._mgr\n"
+     "    @_mgr.setter\n    def _mgr(self, value):\n        pass\n"
+     "def find_pii(text):\n    return Later()\n",
+     f"returned a DataFrame subclass, Later, {DECIDES} through _mgr (redefined in the notebook)"),
     ("class Says(str):\n    def __contains__(self, item):\n        return True\n"
      "class Bad(ValueError):\n    def __str__(self):\n        return Says(self.args[0])\n"
      "def find_pii(text):\n    raise Bad('x: bad')\n",
