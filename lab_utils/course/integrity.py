@@ -61,6 +61,7 @@ from lab_utils.course.releases import released_test_cells
 from lab_utils.grading import COPIED, DECIDES, PACKAGE_DIR, PEEKED, REACHED, SEALED_CELLS, SWITCHED, TAKEN
 
 MIME = "application/vnd.agent-memory-lab.integrity+json"
+GRADERS_CELL_SECONDS = 60  # at least, for the grader's first cell, whatever c.Execute.timeout says
 KEY = "lab_integrity"  # notebook metadata (between nbgrader's two passes) and resources
 RECORD = ".integrity.json"  # beside the autograded notebook: <lesson>.integrity.json
 # Files in a submission's folder that Python could import.
@@ -533,7 +534,15 @@ class SurviveKernelDeath:
 
     def preprocess_cell(self, cell, resources, index):
         self._index = index
-        return super().preprocess_cell(cell, resources, index)
+        if index:
+            return super().preprocess_cell(cell, resources, index)
+        # Seal's cell, the grader's own: it loads the notebook's libraries, which on a busy machine can outlast a
+        # short c.Execute.timeout, and its time is not the notebook's (c.Sandbox.wall_seconds still bounds it).
+        kept, self.timeout = self.timeout, max(self.timeout, GRADERS_CELL_SECONDS)
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        finally:
+            self.timeout = kept
 
     def preprocess(self, nb, resources=None, km=None):
         try:

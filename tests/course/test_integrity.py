@@ -421,6 +421,24 @@ def test_habits_of_a_notebook_are_not_flagged(tmp_path):
     assert errors(cell) == ["AssertionError: double doubles"] and found == []
 
 
+def test_the_graders_first_cell_has_a_minute_whatever_the_per_cell_timeout():
+    """It loads the notebook's libraries: on a busy machine, past a short c.Execute.timeout (at 2 s an honest
+    lesson 01 scored 0, "the grader's first cell did not report"). The notebook's own cells keep the timeout."""
+    seen = []
+
+    class Execute:
+        timeout = 2
+
+        def preprocess_cell(self, cell, resources, index):
+            seen.append(self.timeout)
+            return cell, resources
+
+    step = type("Surviving", (integrity.SurviveKernelDeath, Execute), {})()
+    for index in (0, 1, 2):
+        step.preprocess_cell(new_code_cell(), {}, index)
+    assert seen == [integrity.GRADERS_CELL_SECONDS, 2, 2] and step.timeout == 2
+
+
 def test_a_kernel_that_stops_answering_ends_the_run_and_the_rest_earns_nothing(tmp_path):
     """ipykernel itself relies on isinstance: patched, the kernel runs the cell and its reply never
     comes. The run ends there (after the per-cell timeout) instead of failing the whole submission."""
