@@ -8,7 +8,7 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from lab_utils.course.cells import GRADERS_ERROR
-from lab_utils.course.hidden import HIDDEN, NOT_THE_TESTS, WITHHELD, WITHHELD_AFTER, HiddenTestsOut
+from lab_utils.course.hidden import HIDDEN, MADE_OF_VALUES, NOT_THE_TESTS, WITHHELD, WITHHELD_AFTER, HiddenTestsOut
 from tests.nbtools import SHUTDOWN, UnixSocketKernelManager
 
 HIDDEN_TEST = ("# Checked when your notebook is graded: ties.\n### BEGIN HIDDEN TESTS\n"
@@ -77,7 +77,8 @@ def test_after_a_hidden_test_ran_a_cell_shows_its_error_alone():
     quiet = new_code_cell("x = 1")
     long_own = new_output("error", ename="AssertionError", evalue="a rule, " * 100,
                           traceback=["Traceback", OWN_FRAME, "AssertionError: ..."])
-    own = graded_cell("assert top_k([], 1, 0.0) == [], 'a rule, ' * 100", [long_own], "test-own", execution_count=1)
+    own = graded_cell(f"# a long message\n\nassert top_k([], 1, 0.0) == [], {'a rule, ' * 100!r}", [long_own],
+                      "test-own", execution_count=1)
     nb = feedback(new_notebook(cells=[before, graded_cell(HIDDEN_TEST, [leaked]), after, quiet, own]))
     assert nb.cells[0].outputs[0].text == "my table\n", "before any hidden test, the cell shows what it printed"
     assert [o.text for o in nb.cells[1].outputs] == [WITHHELD], "what a hidden test's run printed is withheld"
@@ -101,7 +102,9 @@ ATTACK = ("import json\n"
           "    assert value, 'calls seen: ' + repr(seen)\n"
           "exec(\"def later():\\n    raise RuntimeError('calls seen: ' + repr(seen))\")\n"
           "def forged():\n"
-          "    raise type('Cell In[2], line 1', (Exception,), {})('calls seen: ' + repr(seen))")
+          "    raise type('Cell In[2], line 1', (Exception,), {})('calls seen: ' + repr(seen))\n"
+          "def echo():\n"
+          "    return 'calls seen: ' + repr(seen)")
 RAN = f"# Checked when your notebook is graded: ties.\n### BEGIN HIDDEN TESTS\n{QUOTED}\n### END HIDDEN TESTS"
 # Test cells run after the hidden one: what each calls, and the error it ends in.
 RAISED_ELSEWHERE = {"the answer's raise": ("choose_min_score([0.5])", "ValueError"),
@@ -110,6 +113,10 @@ RAISED_ELSEWHERE = {"the answer's raise": ("choose_min_score([0.5])", "ValueErro
                     "a library the test called": ("json.loads('{' + repr(top_k))", "JSONDecodeError"),
                     "an error class named as the hidden test's frame is": ("forged()", "Cell In[2], line 1")}
 OWN_ASSERT = "assert top_k([('m-3', 0.5)], 1, 0.0) == [], 'return only what clears the threshold'"
+# A test cell's own assert that quotes what the answer returned (in Validate, that helps), and what it returned can be
+# anything: a message of the test's words and values, one that is a value alone.
+QUOTING = {"assert echo() == '', f'say nothing, got {echo()!r}'": "say nothing, got …",
+           "said = echo()\nassert not said, said": MADE_OF_VALUES}
 # The grader's own words: an answer that reached a switched-off reference trips its stand-in.
 TRIPPED = ("import lab_utils.memory\nfrom lab_utils.grading import own_implementation\n"
            "def ranked(items, k, threshold):\n    return lab_utils.memory.top_k(items, k, threshold)\n"
@@ -119,7 +126,7 @@ TRIPPED = ("import lab_utils.memory\nfrom lab_utils.grading import own_implement
 @pytest.fixture(scope="module")
 def attacked(tmp_path_factory):
     """The attack's notebook as autograde leaves it (really run), then as feedback shows it."""
-    tests = [source for source, _ in RAISED_ELSEWHERE.values()] + [TRIPPED, OWN_ASSERT]
+    tests = [source for source, _ in RAISED_ELSEWHERE.values()] + [TRIPPED, *QUOTING, OWN_ASSERT]
     nb = new_notebook(cells=[answer_cell(ATTACK), graded_cell(RAN)]
                       + [graded_cell(source, grade_id=f"test-{n}") for n, source in enumerate(tests)])
     NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True, shutdown_kernel=SHUTDOWN,
@@ -144,6 +151,12 @@ def test_no_input_of_the_hidden_test_reaches_the_feedback(attacked):
 def test_after_a_hidden_test_a_test_cells_own_assert_shows_its_message(attacked):
     [error] = attacked.cells[-1].outputs
     assert error.traceback == ["AssertionError: return only what clears the threshold"]
+
+
+@pytest.mark.parametrize("source", QUOTING)
+def test_after_a_hidden_test_a_test_cells_message_shows_its_words_not_the_values_put_in_them(attacked, source):
+    [error] = next(cell for cell in attacked.cells if cell.source == source).outputs
+    assert error.traceback == [f"AssertionError: {QUOTING[source]}"]
 
 
 def test_after_a_hidden_test_the_graders_own_message_is_shown(attacked):
