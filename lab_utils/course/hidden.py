@@ -13,13 +13,15 @@ itself). One a test cell's own code raised (its assert or raise: the innermost f
 cell's) is shown as the cell writes it: its words, and `…` for each value put in them (`got {ids!r}` quotes
 what the student's code returned, which can carry anything); a message that is a value alone only if the
 released tests hold it word for word. Any other is NOT_THE_TESTS, since the message of an error raised in the
-student's code, or in anything it or the test called, is the student's to write. An output line that holds a
+student's code, or in anything it or the test called, is the student's to write; so is the name of its class,
+shown only if it is one of Python's own (else NOT_PYTHONS). An output line that holds a
 line of a hidden test is replaced by HIDDEN wherever it is.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import html
 import re
 import textwrap
@@ -37,6 +39,7 @@ WITHHELD = "[not shown in feedback: this cell ran after a hidden test, whose tex
 WITHHELD_AFTER = 500
 NOT_THE_TESTS = ("[its message is not shown in feedback: it was raised outside the test cell's own code "
                  "(in your code, or in code the test called), after a hidden test had run]")
+NOT_PYTHONS = "Exception"  # shown for the name of an error's class that is not one of Python's own
 MADE_OF_VALUES = ("[its message is not shown in feedback: the test makes it from values, which after a hidden "
                   "test had run could carry its text]")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -90,10 +93,11 @@ def _errors_alone(outputs: list, written: dict[int, str], released: str, graders
         cell, line, file = _innermost_frame(error.traceback)
         if error.evalue == graders or file is not None and (file.endswith(GRADING[0]) or file.startswith(GRADING[1])):
             message = error.evalue
-        elif cell in written:
-            message = _as_written(error.evalue, written[cell], line, released)
         else:
-            message = NOT_THE_TESTS
+            # The class's name is the student's to choose, as its message is: Python's own are shown.
+            pythons = getattr(builtins, error.ename, None)
+            error.ename = error.ename if isinstance(pythons, type) and issubclass(pythons, BaseException) else NOT_PYTHONS
+            message = _as_written(error.evalue, written[cell], line, released) if cell in written else NOT_THE_TESTS
         if len(message) > WITHHELD_AFTER:
             message = message[:WITHHELD_AFTER] + " [cut]"
         error.evalue, error.traceback = message, [f"{error.ename}: {message}"]

@@ -8,7 +8,8 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from lab_utils.course.cells import GRADERS_ERROR
-from lab_utils.course.hidden import HIDDEN, MADE_OF_VALUES, NOT_THE_TESTS, WITHHELD, WITHHELD_AFTER, HiddenTestsOut
+from lab_utils.course.hidden import (HIDDEN, MADE_OF_VALUES, NOT_PYTHONS, NOT_THE_TESTS, WITHHELD, WITHHELD_AFTER,
+                                     HiddenTestsOut)
 from tests.nbtools import SHUTDOWN, UnixSocketKernelManager
 
 HIDDEN_TEST = ("# Checked when your notebook is graded: ties.\n### BEGIN HIDDEN TESTS\n"
@@ -103,6 +104,8 @@ ATTACK = ("import json\n"
           "exec(\"def later():\\n    raise RuntimeError('calls seen: ' + repr(seen))\")\n"
           "def forged():\n"
           "    raise type('Cell In[2], line 1', (Exception,), {})('calls seen: ' + repr(seen))\n"
+          "def named():\n"
+          "    raise type('calls seen: ' + repr(seen), (Exception,), {})\n"
           "def echo():\n"
           "    return 'calls seen: ' + repr(seen)")
 RAN = f"# Checked when your notebook is graded: ties.\n### BEGIN HIDDEN TESTS\n{QUOTED}\n### END HIDDEN TESTS"
@@ -110,8 +113,11 @@ RAN = f"# Checked when your notebook is graded: ties.\n### BEGIN HIDDEN TESTS\n{
 RAISED_ELSEWHERE = {"the answer's raise": ("choose_min_score([0.5])", "ValueError"),
                     "the answer's assert": ("check(False)", "AssertionError"),
                     "code the answer ran with exec": ("later()", "RuntimeError"),
-                    "a library the test called": ("json.loads('{' + repr(top_k))", "JSONDecodeError"),
-                    "an error class named as the hidden test's frame is": ("forged()", "Cell In[2], line 1")}
+                    # Not one of Python's own: the names of its classes are the student's to choose, as its
+                    # messages are (a class named after the hidden test's frame, or its line).
+                    "a library the test called": ("json.loads('{' + repr(top_k))", NOT_PYTHONS),
+                    "an error class named as the hidden test's frame is": ("forged()", NOT_PYTHONS),
+                    "an error class named after what the tests handed": ("named()", NOT_PYTHONS)}
 OWN_ASSERT = "assert top_k([('m-3', 0.5)], 1, 0.0) == [], 'return only what clears the threshold'"
 # A test cell's own assert that quotes what the answer returned (in Validate, that helps), and what it returned can be
 # anything: a message of the test's words and values, one that is a value alone.
