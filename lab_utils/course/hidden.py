@@ -95,8 +95,9 @@ def _errors_alone(outputs: list, written: dict[int, str], released: str, graders
             message = error.evalue
         else:
             # The class's name is the student's to choose, as its message is: Python's own are shown.
-            pythons = getattr(builtins, error.ename, None)
-            error.ename = error.ename if isinstance(pythons, type) and issubclass(pythons, BaseException) else NOT_PYTHONS
+            if not (isinstance(pythons := getattr(builtins, error.ename, None), type)
+                    and issubclass(pythons, BaseException)):
+                error.ename = NOT_PYTHONS
             message = _as_written(error.evalue, written[cell], line, released) if cell in written else NOT_THE_TESTS
         if len(message) > WITHHELD_AFTER:
             message = message[:WITHHELD_AFTER] + " [cut]"
