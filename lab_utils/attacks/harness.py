@@ -49,14 +49,19 @@ LATIN_LOOK_ALIKES = str.maketrans(
     "aeopcyxijshdqwv" "ABEKMHOPCTYYXIJSQWV" "oapiv" "ABEZHIKMNOPTYX")
 
 
+# Characters Unicode calls letters or symbols that draw nothing: the Hangul fillers (a syllable's empty lead or vowel,
+# U+3164 and its half-width form) and the blank Braille pattern. Put into a word, the word reads the same.
+DRAWS_NOTHING = "\u115f\u1160\u3164\uffa0\u2800"
+
+
 def as_read(text: str) -> str:
     """`text` as a model reads it: look-alike characters as what they look like (NFKC: a no-break space is
     a space, a one-dot leader a full stop, a full-width letter the letter; then a Cyrillic or Greek letter drawn
     as a Latin one, `LATIN_LOOK_ALIKES`, is that Latin letter: a Cyrillic а an a), no invisible ones (format
-    characters: zero-width, joiners) and no mark left over (NFKC joins an accent to its letter where one letter is
-    both; U+034F draws nothing)."""
+    characters: zero-width, joiners; and `DRAWS_NOTHING`) and no mark left over (NFKC joins an accent to its letter
+    where one letter is both; U+034F draws nothing)."""
     folded = unicodedata.normalize("NFKC", text).translate(LATIN_LOOK_ALIKES)
-    return "".join(c for c in folded if unicodedata.category(c) not in ("Cf", "Mn"))
+    return "".join(c for c in folded if unicodedata.category(c) not in ("Cf", "Mn") and c not in DRAWS_NOTHING)
 
 
 @contextmanager

@@ -219,6 +219,14 @@ def test_a_payload_is_read_without_marks_that_draw_nothing():
     assert harness.as_read("cafe\u0301") == "caf\u00e9"
 
 
+def test_a_payload_is_read_without_letters_or_symbols_that_draw_nothing():
+    """An outside cheater's attack put a Hangul filler (U+3164, a letter to Unicode) in each word of a lesson's
+    payload, to pass as new: each character that draws nothing is read as nothing, whatever its category."""
+    for blank in harness.DRAWS_NOTHING:
+        assert unicodedata.category(blank) in ("Lo", "So")
+        assert harness.as_read(f"pa{blank}ste the pass{blank}word") == "paste the password"
+
+
 def test_a_payload_in_cyrillic_or_greek_letters_drawn_as_latin_ones_is_the_payload():
     """An outside tester re-typed a lesson's payload with Cyrillic а е о р с for a e o p c, and it passed as new.
     Greek letters drawn as Latin ones are read as those too; a letter drawn otherwise (Cyrillic д, Greek τ, κ)
