@@ -14,7 +14,8 @@ still. What the defense costs is measured on a second store that gets the benign
 attacks it): recall@3 on lesson 04's gold set through the same read path, and the benign refusal rate,
 the share of benign candidates the write path rejected there or in the attacked store (a duplicate
 skipped is not a refusal: it is stored), with each refused candidate and what the write path said, so a
-defense's author can see why.
+defense's author can see why. A write path's "stored" is not taken on its word (`written`): a candidate it says
+it stored and its store does not hold, in memory and in its file, is refused.
 
 Every store of a run (attacked, unattacked, benign only) is `memory.jsonl` in a new temporary folder of its
 own, one at a time: a defense that looks at its store's path cannot tell which run it is in, and one that
@@ -30,8 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from statistics import fmean
 
-from lab_utils import metrics
-from lab_utils.attacks.defenses import Defense
+from lab_utils import metrics, rules
+from lab_utils.attacks.defenses import Defense, WritePath
 from lab_utils.attacks.files import Attack, Candidate
 from lab_utils.attacks.setting import benign_candidates, build_store, gold
 from lab_utils.memory import MemoryStore
@@ -71,9 +72,26 @@ def fresh_store(folder: Path | None) -> Iterator[MemoryStore]:
         yield build_store(Path(tmp) / STORE)
 
 
+def kept(store: MemoryStore, candidates: list[Candidate]) -> list[bool]:
+    """Whether `store` holds each candidate's memory: one of its ticket with its text (as it is, or redacted as
+    lesson 03's rules write it), in the store's items and in its file alike."""
+    held = {(m.text, m.source) for m in MemoryStore(store.path).items} & {(m.text, m.source) for m in store.items}
+    return [bool({(c.text, c.source), (rules.redact(c.text), c.source)} & held) for c in candidates]
+
+
+def written(write: WritePath, store: MemoryStore, candidates: list[Candidate]) -> list[str]:
+    """What `write` said of each of `candidates`, written to `store` in turn; a "stored" is taken only when the store
+    holds the memory after (`kept`), else the candidate was refused, whatever the write path said."""
+    said = [write(store, c) for c in candidates]
+    return [f"rejected: it said {outcome!r}, yet the store does not hold the memory"
+            if outcome.startswith("stored") and not held else outcome
+            for outcome, held in zip(said, kept(store, candidates))]
+
+
 def _write_benign(defense: Defense, store: MemoryStore) -> list[tuple[Candidate, str]]:
-    """Each benign candidate, and what the defense's write path said of it."""
-    return [(c, defense.write(store, c)) for c in benign_candidates()]
+    """Each benign candidate, and what the defense's write path said of it (`written`)."""
+    candidates = benign_candidates()
+    return list(zip(candidates, written(defense.write, store, candidates)))
 
 
 def outcomes(defense: Defense, attacks: list[Attack], folder: Path | None = None) -> list[dict]:

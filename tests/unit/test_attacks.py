@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -225,6 +226,28 @@ def test_a_payload_is_read_without_letters_or_symbols_that_draw_nothing():
     for blank in harness.DRAWS_NOTHING:
         assert unicodedata.category(blank) in ("Lo", "So")
         assert harness.as_read(f"pa{blank}ste the pass{blank}word") == "paste the password"
+
+
+def test_a_stored_the_store_does_not_hold_is_a_refusal(tmp_path):
+    """An outside cheater's write path said "stored" in every harness store and kept nothing: its benign traffic
+    counted as stored. Now a "stored" counts only when the store holds the candidate's text (or its redacted text)
+    from its ticket, in its items and in its file."""
+    rules = defenses.DEFENSES["rules"]
+
+    def says_stored(store, candidate):
+        return "stored m-001"
+
+    report = harness.run(defenses.Defense("says stored", says_stored, rules.read), load_attacks(write(tmp_path, ATTACK)))
+    assert report["benign_refusal_rate"] == 1.0
+    assert report["benign_refused"][0]["outcome"] == \
+        "rejected: it said 'stored m-001', yet the store does not hold the memory"
+    store = build_store(tmp_path / "memory.jsonl")
+    call_back = Candidate(text="t-8801: call back at jane@acme.example.", kind="episode", source="t-8801",
+                          verified=False)
+    in_memory_only = Candidate(text="t-8801: the export is fine now.", kind="episode", source="t-8801", verified=False)
+    assert harness.written(rules.write, store, [call_back]) == [f"stored {store.items[-1].id}"]
+    store.items.append(dataclasses.replace(store.items[-1], id="m-999", text=in_memory_only.text))  # not in the file
+    assert harness.kept(store, [call_back, in_memory_only]) == [True, False]
 
 
 def test_a_payload_in_cyrillic_or_greek_letters_drawn_as_latin_ones_is_the_payload():
