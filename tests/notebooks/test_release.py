@@ -131,6 +131,17 @@ def test_no_two_test_cells_define_a_function_of_one_name(lesson):
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
+def test_no_function_of_a_test_cell_is_decorated(lesson):
+    """Autograde holds a test cell to the functions of the test cells it calls, by the code their names are
+    bound to: a decorated one (@contextmanager) is bound to the decorator's wrapper, which autograde takes for
+    a function the notebook defined again, and a full answer fails."""
+    nb = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    decorated = sorted(node.name for cell in filter(is_test, nb.cells) for node in ast.walk(ast.parse(cell.source))
+                       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list)
+    assert not decorated, f"{lesson}: decorated functions in test cells: {decorated}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
 def test_no_cell_of_a_lesson_binds_a_builtin_its_tests_call(lesson):
     """Autograde names a test whose builtins (`any`, `list`) a notebook's own names replaced: the
     lesson's cells must bind none of them."""
