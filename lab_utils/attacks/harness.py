@@ -128,12 +128,12 @@ def cost(defense: Defense, said_attacked: list[str], folder: Path | None = None)
     attacks, and the benign candidates its write path rejected then or in the attacked store
     (`said_attacked`: what it said of each there), their share and each one."""
     with fresh_store(folder) as store:
-        written = _write_benign(defense, store)
+        benign = _write_benign(defense, store)
         recall = fmean(metrics.hit_any(defense.read(store, item["query"], K), item) for item in gold())
     refused = [{"text": c.text, "outcome": outcome if outcome.startswith("rejected") else there}
-               for (c, outcome), there in zip(written, said_attacked)
+               for (c, outcome), there in zip(benign, said_attacked)
                if outcome.startswith("rejected") or there.startswith("rejected")]
-    return {"recall@3": recall, "benign_refusal_rate": len(refused) / len(written), "benign_refused": refused}
+    return {"recall@3": recall, "benign_refusal_rate": len(refused) / len(benign), "benign_refused": refused}
 
 
 def run(defense: Defense, attacks: list[Attack], folder: Path | None = None) -> dict:
