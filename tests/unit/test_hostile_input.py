@@ -34,8 +34,9 @@ from lab_utils.crystallize import CrystallizeError, crystallize
 from lab_utils.memory import MemoryFileError, MemoryStore
 from lab_utils.proposer import SETTINGS, Rejected, approve, build_evidence, run_study, validate, verify
 from lab_utils.reflection import (RunRecordError, SelfMemo, SkillFileError, SkillStore, build_packet,
-                                  build_request, load_runs, new_skill, reflect, save_memo)
+                                  load_runs, new_skill, save_memo)
 from lab_utils.reflection.memo import MemoFileError, load_memo
+from lab_utils.reflection.reflect import build_request, reflect
 from lab_utils.rules import forget_source, remember
 from lab_utils.session import SessionFileError, SessionState, load_session, pause
 from lab_utils.temporal import PUBLIC, Config, TemporalMemory, evaluate, load_scenarios

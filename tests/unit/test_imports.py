@@ -1,6 +1,8 @@
 """lab_utils has no import circle: every module can be read, and changed, without its importers."""
 
 import ast
+import subprocess
+import sys
 
 from lab_utils.paths import ROOT
 
@@ -44,3 +46,11 @@ def test_no_module_imports_one_that_imports_it_back():
     for name in sorted(graph):
         visit(name, [name])
     assert not circles, "import circles:\n" + "\n".join(sorted(set(circles)))
+
+
+def test_the_reflection_package_loads_no_sdk():
+    """Lesson 01's tests switch off lesson 07's trigger functions, which imports lab_utils.reflection in every
+    kernel that runs or grades lesson 01: the package leaves the model's SDK to reflect and loop."""
+    code = "import sys, lab_utils.reflection; print(sorted({'anthropic', 'httpx2'} & set(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]", f"importing lab_utils.reflection loads {loaded.strip()}"

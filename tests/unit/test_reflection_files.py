@@ -12,10 +12,10 @@ import pytest
 from pydantic import ValidationError
 
 from lab_utils import llm
-from lab_utils.reflection import (RUNS_DIR, SCHEMA, Reflection, Reflector, SelfMemo, SkillError,
-                                  SkillFileError, SkillStore, build_packet, build_request, lint_rule,
-                                  load_memo, load_runs, new_skill, reflect, save_memo, simulate,
-                                  system_prompt)
+from lab_utils.reflection import (RUNS_DIR, SelfMemo, SkillError, SkillFileError, SkillStore, build_packet,
+                                  lint_rule, load_memo, load_runs, new_skill, save_memo, system_prompt)
+from lab_utils.reflection.loop import simulate
+from lab_utils.reflection.reflect import SCHEMA, Reflection, Reflector, build_request, reflect
 from lab_utils.files import atomic_write_text
 from lab_utils.reflection.memo import MEMO_PART_CHARS, MemoFileError
 import live_server

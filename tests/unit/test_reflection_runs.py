@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from lab_utils.reflection import (AgentStatus, RunRecord, RunRecordError, Schedule, Score,
                                   build_packet, estimate_tokens, extract_signals, is_correction,
-                                  load_runs, plan_cycle, score, signal_history, simulate,
+                                  load_runs, plan_cycle, score, signal_history,
                                   skill_metrics, choose_threshold, threshold_cost)
+from lab_utils.reflection.loop import simulate
 from lab_utils.reflection.records import TRANSIENT_ERRORS
 
 UTC = dt.timezone.utc
