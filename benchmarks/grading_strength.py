@@ -166,8 +166,8 @@ def shares(outcomes: list[Outcome]) -> tuple[int, int, int]:
 def describe(total: int, lost: int, visible: int) -> str:
     lose_share = lost / total if total else 0.0
     visible_share = visible / lost if lost else 0.0
-    return (f"{lost}/{total} = {lose_share:.0%} lose points; "
-            f"{visible}/{lost} = {visible_share:.0%} of those fail a visible test")
+    return (f"{lost}/{total} = {lose_share:.1%} lose points; "
+            f"{visible}/{lost} = {visible_share:.1%} of those fail a visible test")
 
 
 def measure(lessons: list[str]) -> dict[str, list[Outcome]]:
