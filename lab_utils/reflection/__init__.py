@@ -6,10 +6,13 @@
 One idea per module: records, signals, trigger, scheduler, packet, lint, skills, memo,
 reflect, metrics, loop (the simulation on a simulated clock).
 
-reflect and loop load the model's SDK, the slowest import of the course: they are imported from
-themselves (`from lab_utils.reflection.reflect import Reflector`), not from here, so that lesson 01's
-tests, which reach `trigger` alone, and every kernel that grades lesson 01 load no SDK.
+reflect and loop load the model's SDK, the slowest import of the course: import from them
+(`from lab_utils.reflection.reflect import Reflector`). This package loads them only when one of their
+names is asked of it (`LOADS_THE_SDK`, as lesson 07's notebooks handed out before did), so that lesson
+01's tests, which reach `trigger` alone, and every kernel that grades lesson 01 load no SDK.
 """
+
+from importlib import import_module
 
 from lab_utils.reflection.lint import lint_rule
 from lab_utils.reflection.memo import SelfMemo, load_memo, save_memo, system_prompt
@@ -28,3 +31,13 @@ __all__ = [
     "lint_rule", "load_memo", "load_runs", "new_skill", "plan_cycle", "save_memo", "score", "signal_history",
     "skill_metrics", "suggest", "system_prompt", "threshold_cost",
 ]
+
+# Names this package gave before reflect and loop left it, by the module that holds them now.
+LOADS_THE_SDK = {"SCHEMA": "reflect", "Outcome": "reflect", "Reflection": "reflect", "Reflector": "reflect",
+                 "build_request": "reflect", "simulate": "loop"}
+
+
+def __getattr__(name: str):
+    if name not in LOADS_THE_SDK:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{LOADS_THE_SDK[name]}"), name)

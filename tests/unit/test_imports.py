@@ -48,9 +48,18 @@ def test_no_module_imports_one_that_imports_it_back():
     assert not circles, "import circles:\n" + "\n".join(sorted(set(circles)))
 
 
-def test_the_reflection_package_loads_no_sdk():
+def test_the_reflection_package_loads_the_sdk_only_for_the_names_that_need_it():
     """Lesson 01's tests switch off lesson 07's trigger functions, which imports lab_utils.reflection in every
-    kernel that runs or grades lesson 01: the package leaves the model's SDK to reflect and loop."""
-    code = "import sys, lab_utils.reflection; print(sorted({'anthropic', 'httpx2'} & set(sys.modules)))"
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert loaded.strip() == "[]", f"importing lab_utils.reflection loads {loaded.strip()}"
+    kernel that runs or grades lesson 01: the package leaves the model's SDK to reflect and loop, and still
+    gives their names to lesson 07's notebooks handed out before they left it."""
+    code = ("import sys, lab_utils.reflection\n"
+            "print(sorted({'anthropic', 'httpx2'} & set(sys.modules)))\n"
+            "from lab_utils.reflection import Reflector, simulate\n"
+            "from lab_utils.reflection.loop import simulate as in_loop\n"
+            "from lab_utils.reflection.reflect import Reflector as in_reflect\n"
+            "print(Reflector is in_reflect, simulate is in_loop)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-1500:]
+    loaded, found = run.stdout.splitlines()
+    assert loaded == "[]", f"importing lab_utils.reflection loads {loaded}"
+    assert found == "True True", "lab_utils.reflection.Reflector and .simulate must be reflect's and loop's"
