@@ -32,7 +32,8 @@ __all__ = [
     "skill_metrics", "suggest", "system_prompt", "threshold_cost",
 ]
 
-# Names this package gave before reflect and loop left it, by the module that holds them now.
+# Names this package gave before reflect and loop left it, by the module that holds them now; not `reflect`,
+# the function, whose name the package's attribute for its module takes once that is imported.
 LOADS_THE_SDK = {"SCHEMA": "reflect", "Outcome": "reflect", "Reflection": "reflect", "Reflector": "reflect",
                  "build_request": "reflect", "simulate": "loop"}
 
