@@ -105,7 +105,7 @@ class Outcome:
             if self.score.waiting:
                 points += f" ({self.score.waiting:g} points wait for hand grading)"
         lines = [f"done      {where}{points}  ({self.seconds:.1f} s)"]
-        lines += [f"  FLAG    {where}: {flag}" for flag in self.flags]
+        lines += [f"  FLAG    {where}: {flag}" for flag in integrity.in_short(self.flags)]
         return "\n".join(lines + [f"  note    {where}: {note}" for note in self.notes])
 
 

@@ -33,20 +33,6 @@ def _flags(root: Path, student: str, lesson: str, near_copies: dict[str, str]) -
     return found + ([near_copies[student]] if student in near_copies else [])
 
 
-def _in_short(flags: list[str]) -> list[str]:
-    """One line per kind of finding: cells that failed to run for one reason are counted, not listed."""
-    cells_by_reason: dict[str, list[str]] = {}
-    short = []
-    for flag in flags:
-        cell, said, why = flag.partition(" did not run as released: ")
-        if said:
-            cells_by_reason.setdefault(why, []).append(cell)
-        else:
-            short.append(flag)
-    return [f"{cells[0]}{f' and {len(cells) - 1} more test cells' if len(cells) > 1 else ''} "
-            f"did not run as released: {why}" for why, cells in cells_by_reason.items()] + short
-
-
 def misplaced(root: Path, lessons: list[str]) -> dict[str, list[tuple[str, str | None]]]:
     """student -> (folder, the lesson it is meant for, or None) of each submitted/<student>/<folder>/ that no lesson
     is called: autograde cannot grade it, and the lesson's row would otherwise say there is no submission."""
@@ -122,7 +108,7 @@ def grade_table(root: Path = ROOT) -> pd.DataFrame:
                 flags = _flags(root, student, lesson, copies[lesson])
                 if flags:
                     waiting = [f"{p.waiting:g} points wait for hand grading"] if p.waiting else []
-                    row["status"] = f"flagged: {'; '.join(_in_short(flags) + waiting)}"
+                    row["status"] = f"flagged: {'; '.join(integrity.in_short(flags) + waiting)}"
                     row["notes"] = "; ".join(filter(None, [row["notes"], *flags]))
     for student, folders in misplaced(root, lessons).items():
         for folder, lesson in folders:

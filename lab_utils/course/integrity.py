@@ -64,6 +64,7 @@ MIME = "application/vnd.agent-memory-lab.integrity+json"
 GRADERS_CELL_SECONDS = 60  # at least, for the grader's first cell, whatever c.Execute.timeout says
 KEY = "lab_integrity"  # notebook metadata (between nbgrader's two passes) and resources
 RECORD = ".integrity.json"  # beside the autograded notebook: <lesson>.integrity.json
+NOT_AS_RELEASED = " did not run as released: "  # between a test cell's grade_id and why, in a finding
 # Files in a submission's folder that Python could import.
 IMPORTABLE = {".py", ".pyc", ".pth", ".so", ".zip", ".egg", ".whl", ".pyz"}
 # Event callbacks that common habits add (`%load_ext autoreload`, matplotlib's inline figures): as
@@ -669,7 +670,8 @@ class Verify(NbGraderPreprocessor):
             if not (seal and is_test(cell)):
                 continue
             if died_at is not None and index >= died_at:
-                reasons = [f"the kernel {state['how']} before {grade_id} finished"]
+                # Not named again here: the finding names its cell, and grades.csv counts the cells of one reason.
+                reasons = [f"the kernel {state['how']} before the cell finished"]
             elif _errors(cell):
                 reasons = []  # the test failed: no points in any case
             else:
@@ -677,7 +679,7 @@ class Verify(NbGraderPreprocessor):
             cell.source = seal["source"]
             cell.outputs = [_shown_not_scored(o) for o in cell.outputs if MIME not in o.get("data", {})]
             if reasons:
-                why = f"{grade_id} did not run as released: {'; '.join(reasons)}"
+                why = f"{grade_id}{NOT_AS_RELEASED}{'; '.join(reasons)}"
                 cell.outputs.append(nbformat.v4.new_output("error", ename="IntegrityError", evalue=why,
                                                            traceback=[f"IntegrityError: {why}"]))
                 cell.metadata[GRADERS_ERROR] = why
@@ -708,6 +710,21 @@ def install(c: Config) -> None:
     execute = type(f"Surviving{steps[at].__name__}", (SurviveKernelDeath, steps[at]), {"__module__": __name__})
     c.Autograde.sanitize_preprocessors = [CompareWithRelease, *sanitize]
     c.Autograde.autograde_preprocessors = [*steps[:at], Seal, execute, Verify, *steps[at + 1:]]
+
+
+def in_short(found: list[str]) -> list[str]:
+    """`found` (findings) with one line per kind: the test cells that did not run as released for one reason are
+    counted, not listed."""
+    cells_by_reason: dict[str, list[str]] = {}
+    short = []
+    for finding in found:
+        cell, said, why = finding.partition(NOT_AS_RELEASED)
+        if said:
+            cells_by_reason.setdefault(why, []).append(cell)
+        else:
+            short.append(finding)
+    return [f"{cells[0]}{f' and {len(cells) - 1} more test cells' if len(cells) > 1 else ''}{NOT_AS_RELEASED}{why}"
+            for why, cells in cells_by_reason.items()] + short
 
 
 def findings(autograded_notebook: Path) -> list[str]:

@@ -19,6 +19,8 @@ from nbgrader.utils import determine_grade
 from traitlets.config import Config
 
 from lab_utils.course import config, integrity
+from lab_utils.course.autograde import Outcome
+from lab_utils.course.grades import grade_table
 from lab_utils.grading import assert_own_implementation, own_implementation
 from lab_utils.paths import ROOT
 
@@ -161,7 +163,7 @@ CHEATS = {
     "callback after the cell": (TIDY, WRONG, "event callback: post_run_cell: __main__._tidy"),
     "kernel messages patched": (QUIET, WRONG, "its proof ran from quiet (a notebook cell)"),
     "traceback formatter replaced": (HIDDEN_FORMATTER, WRONG, "its proof ran from the handling of an error"),
-    "kernel exits": ("import os\nos._exit(0)", RIGHT, "the kernel exited before test-double finished"),
+    "kernel exits": ("import os\nos._exit(0)", RIGHT, "the kernel exited before the cell finished"),
     "builtin patched": ("import builtins\nbuiltins.all = lambda items: True", RIGHT, "changed: builtins.all"),
     # A name of the notebook's own in place of a builtin the test calls (an outside cheater's `any`).
     "builtin shadowed": ("all = lambda items: True", WRONG, "all is no longer builtins.all"),
@@ -445,7 +447,7 @@ def test_a_kernel_that_stops_answering_ends_the_run_and_the_rest_earns_nothing(t
     cell, found = run_sealed(exercise(f"import builtins\nbuiltins.isinstance = lambda *args: True\n{RIGHT}"),
                              tmp_path, timeout=3)
     assert errors(cell) == [f"IntegrityError: {found[0]}"]
-    assert found == ["test-double did not run as released: the kernel stopped answering before test-double finished"]
+    assert found == ["test-double did not run as released: the kernel stopped answering before the cell finished"]
 
 
 def test_a_kernel_that_cannot_load_what_grading_checks_is_named(tmp_path, monkeypatch):
@@ -599,7 +601,16 @@ def test_a_kernel_that_exits_is_graded_up_to_the_exit_and_flagged(course):
     score, found = autograde(course, "exits", nb)
     assert score == sum(c.metadata.nbgrader.points for c in before)
     after = [c.metadata.nbgrader.grade_id for c in tests[len(before):]]
-    assert after and found == [f"{t} did not run as released: the kernel exited before {t} finished" for t in after]
+    assert after
+    assert found == [f"{t} did not run as released: the kernel exited before the cell finished" for t in after]
+    # grades.csv's status gives one finding for them all, not one per cell (a near-copy of the reference may follow).
+    status = grade_table(course).set_index(["student", "lesson"]).status[("exits", LESSON)]
+    assert status.split("; ")[0] == (f"flagged: {after[0]} and {len(after) - 1} more test cells did not run as "
+                                     "released: the kernel exited before the cell finished"), status
+    assert status.count("did not run as released") == 1, status
+    # So does autograde's report of the submission.
+    flagged = [line for line in str(Outcome("exits", LESSON, flags=found)).splitlines() if "FLAG" in line]
+    assert flagged == [f"  FLAG    exits/{LESSON}: {status.split('; ')[0].removeprefix('flagged: ')}"]
 
 
 def test_edited_deleted_and_renamed_test_cells_are_named_and_the_released_ones_run(course):
