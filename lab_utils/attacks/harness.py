@@ -12,9 +12,9 @@ for that trigger from the same store without the attack: a payload the model wou
 (`as_read`): a payload written in look-alike characters (a Cyrillic а for a Latin a too) is the payload
 still. What the defense costs is measured on a second store that gets the benign traffic only (nobody
 attacks it): recall@3 on lesson 04's gold set through the same read path, and the benign refusal rate,
-the share of benign candidates the write path rejected there or in the attacked store (a duplicate
-skipped is not a refusal: it is stored), with each refused candidate and what the write path said, so a
-defense's author can see why. A write path's "stored" is not taken on its word (`written`): a candidate it says
+the share of benign candidates the write path refused there or in the attacked store (whatever it said that
+is neither "stored" nor "duplicate of": a duplicate skipped is not a refusal, it is stored), with each refused
+candidate and what the write path said, so a defense's author can see why. A write path's "stored" is not taken on its word (`written`): a candidate it says
 it stored and its store does not hold, in memory and in its file, is refused.
 
 Every store of a run (attacked, unattacked, benign only) is `memory.jsonl` in a new temporary folder of its
@@ -123,6 +123,12 @@ def _attacked(defense: Defense, attacks: list[Attack], folder: Path | None) -> t
             for a, triggers in zip(attacks, reached)], said
 
 
+def _refused(outcome: str) -> bool:
+    """Whether a write path's outcome refuses its candidate: a "rejected: ..." or any other word, not "stored" or
+    "duplicate of" (a write path that says "refused: ..." refuses too)."""
+    return not outcome.startswith(("stored", "duplicate of"))
+
+
 def cost(defense: Defense, said_attacked: list[str], folder: Path | None = None) -> dict:
     """What the defense costs: recall@3 on lesson 04's gold set through its read path when nobody
     attacks, and the benign candidates its write path rejected then or in the attacked store
@@ -130,9 +136,8 @@ def cost(defense: Defense, said_attacked: list[str], folder: Path | None = None)
     with fresh_store(folder) as store:
         benign = _write_benign(defense, store)
         recall = fmean(metrics.hit_any(defense.read(store, item["query"], K), item) for item in gold())
-    refused = [{"text": c.text, "outcome": outcome if outcome.startswith("rejected") else there}
-               for (c, outcome), there in zip(benign, said_attacked)
-               if outcome.startswith("rejected") or there.startswith("rejected")]
+    refused = [{"text": c.text, "outcome": outcome if _refused(outcome) else there}
+               for (c, outcome), there in zip(benign, said_attacked) if _refused(outcome) or _refused(there)]
     return {"recall@3": recall, "benign_refusal_rate": len(refused) / len(benign), "benign_refused": refused}
 
 
