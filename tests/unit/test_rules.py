@@ -14,7 +14,7 @@ from lab_utils.paths import load_data
 from lab_utils.rules import (CAP, SIM_DUP, find_duplicate, find_pii, forget_source, is_raw_observation,
                              redact, remember)
 from lab_utils.text import similarity
-from pii_shapes import NOT_A_PHONE
+from pii_shapes import NOT_A_PHONE, is_isbn13
 
 
 
@@ -129,7 +129,8 @@ def phone_numbers(draw):
     number = prefix + cc + (" " if cc else "") + area + sep + sep.join(groups)
     if sum(c.isdigit() for c in number) < 7:
         number += sep + "1234"
-    assume(not NOT_A_PHONE.fullmatch(number))  # a decimal, a date, a timestamp: not a phone
+    # A decimal, a date, a timestamp, a book (979 00 4741 7190 is an ISBN-13): not a phone.
+    assume(not NOT_A_PHONE.fullmatch(number) and not is_isbn13(number))
     return number
 
 
