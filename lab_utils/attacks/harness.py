@@ -14,8 +14,9 @@ still. What the defense costs is measured on a second store that gets the benign
 attacks it): recall@3 on lesson 04's gold set through the same read path, and the benign refusal rate,
 the share of benign candidates the write path refused there or in the attacked store (whatever it said that
 is neither "stored" nor "duplicate of": a duplicate skipped is not a refusal, it is stored), with each refused
-candidate and what the write path said, so a defense's author can see why. A write path's "stored" is not taken on its word (`written`): a candidate it says
-it stored and its store does not hold, in memory and in its file, is refused.
+candidate and what the write path said, so a defense's author can see why. A write path's "stored" is not
+taken on its word (`written`): a candidate it says it stored and its store does not hold, in memory and in its
+file, is refused.
 
 Every store of a run (attacked, unattacked, benign only) is `memory.jsonl` in a new temporary folder of its
 own, one at a time: a defense that looks at its store's path cannot tell which run it is in, and one that
