@@ -124,7 +124,7 @@ def _attacked(defense: Defense, attacks: list[Attack], folder: Path | None) -> t
             for a, triggers in zip(attacks, reached)], said
 
 
-def _refused(outcome: str) -> bool:
+def refuses(outcome: str) -> bool:
     """Whether a write path's outcome refuses its candidate: a "rejected: ..." or any other word, not "stored" or
     "duplicate of" (a write path that says "refused: ..." refuses too)."""
     return not outcome.startswith(("stored", "duplicate of"))
@@ -137,8 +137,8 @@ def cost(defense: Defense, said_attacked: list[str], folder: Path | None = None)
     with fresh_store(folder) as store:
         benign = _write_benign(defense, store)
         recall = fmean(metrics.hit_any(defense.read(store, item["query"], K), item) for item in gold())
-    refused = [{"text": c.text, "outcome": outcome if _refused(outcome) else there}
-               for (c, outcome), there in zip(benign, said_attacked) if _refused(outcome) or _refused(there)]
+    refused = [{"text": c.text, "outcome": outcome if refuses(outcome) else there}
+               for (c, outcome), there in zip(benign, said_attacked) if refuses(outcome) or refuses(there)]
     return {"recall@3": recall, "benign_refusal_rate": len(refused) / len(benign), "benign_refused": refused}
 
 
