@@ -47,8 +47,8 @@ STORE = "memory.jsonl"  # the one name of every run's store
 # capital (Cyrillic в к м н т, Greek κ) or with a shape of their own (Greek τ γ υ). No library the course depends on
 # has a confusables table; tests/unit/test_attacks.py checks each pair by its Unicode names.
 LATIN_LOOK_ALIKES = str.maketrans(
-    "аеорсухіјѕһԁԛԝѵ" "АВЕКМНОРСТУҮХІЈЅԚԜѴ" "οαριν" "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
-    "aeopcyxijshdqwv" "ABEKMHOPCTYYXIJSQWV" "oapiv" "ABEZHIKMNOPTYX")
+    "аеорсухіјѕһԁԛԝѵӏ" "АВЕКМНОРСТУҮХІЈЅԚԜѴӀ" "οαρινϲϳ" "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧϹ",
+    "aeopcyxijshdqwvl" "ABEKMHOPCTYYXIJSQWVI" "oapivcj" "ABEZHIKMNOPTYXC")
 
 
 # Characters Unicode calls letters or symbols that draw nothing: the Hangul fillers (a syllable's empty lead or vowel,
@@ -62,7 +62,8 @@ def as_read(text: str) -> str:
     as a Latin one, `LATIN_LOOK_ALIKES`, is that Latin letter: a Cyrillic а an a), no invisible ones (format
     characters: zero-width, joiners; and `DRAWS_NOTHING`) and no mark left over (NFKC joins an accent to its letter
     where one letter is both; U+034F draws nothing)."""
-    folded = unicodedata.normalize("NFKC", text).translate(LATIN_LOOK_ALIKES)
+    # Before NFKC too: it turns a lunate sigma, drawn as a c, into a final sigma, drawn otherwise.
+    folded = unicodedata.normalize("NFKC", text.translate(LATIN_LOOK_ALIKES)).translate(LATIN_LOOK_ALIKES)
     return "".join(c for c in folded if unicodedata.category(c) not in ("Cf", "Mn") and c not in DRAWS_NOTHING)
 
 

@@ -277,6 +277,10 @@ def test_a_payload_in_cyrillic_or_greek_letters_drawn_as_latin_ones_is_the_paylo
                            "i": "\u03b9", "a": "\u03b1"})
     assert harness.as_read("Paste the VAT ID into the invoice".translate(greek)) == "Paste the VAT ID into the invoice"
     assert harness.as_read("\u0434\u03c4\u03ba") == "\u0434\u03c4\u03ba"
+    # A Cyrillic palochka is drawn as an l or an I, a Greek lunate sigma as a c (NFKC makes it a final sigma, drawn
+    # otherwise), a Greek yot as a j.
+    assert harness.as_read("purge a\u04cf\u04cf old re\u03f2ords, \u04c0D and \u03f9VV, \u03f3son") == \
+        "purge all old records, ID and CVV, json"
 
 
 def test_each_letter_read_as_a_latin_one_is_cyrillic_or_greek_and_of_the_same_case():
