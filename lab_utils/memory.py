@@ -174,11 +174,14 @@ class MemoryStore:
         self._seq = max(self._seq, int(_ID.fullmatch(m.id)[1]))
 
     def _append(self, kind: str, text: str, source: str, verified: bool = False) -> Memory:
-        """Store one new memory: a fresh id, one line appended in one write."""
+        """Store one new memory: a fresh id, one line appended in one write; a memory the file's reader
+        would refuse (a `verified` that is not a bool, an unknown kind) raises MemoryFileError and writes nothing."""
         with self._locked():
             self._read_new_lines()
             m = Memory(f"m-{self._seq + 1:03d}", kind, text, source, time.time(), verified)
-            line = (memory_to_json(m) + "\n").encode("utf-8")
+            record = memory_to_json(m)
+            memory_from_json(record, f"{self.path}, the new memory")  # never append a line a restart would refuse
+            line = (record + "\n").encode("utf-8")
             with open(self.path, "ab") as f:
                 f.write(line)
                 self._inode = os.fstat(f.fileno()).st_ino

@@ -88,6 +88,16 @@ def test_a_malformed_line_is_named_and_nothing_is_lost(store, line, named):
     assert store.path.read_bytes() == before
 
 
+@pytest.mark.parametrize("kind, verified, named", [("episode", None, "'verified' has the wrong type"),
+                                                    ("episode", 1, "'verified' has the wrong type"),
+                                                    ("rumour", False, "kind must be one of")])
+def test_a_memory_a_restart_would_refuse_is_never_appended(store, kind, verified, named):
+    before = store.path.read_bytes()
+    with pytest.raises(MemoryFileError, match=named):
+        store._append(kind, "a note", "t-1", verified)
+    assert store.path.read_bytes() == before and len(MemoryStore(store.path).items) == len(store.items) == 10
+
+
 def test_non_utf8_bytes_are_named(store):
     with open(store.path, "ab") as f:
         f.write(b'{"id": "\xff"}\n')
