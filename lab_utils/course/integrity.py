@@ -56,6 +56,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
 from traitlets.config import Config
 
+from lab_utils.course import shadowing
 from lab_utils.course.cells import GRADERS_ERROR, is_test, parsed_cell
 from lab_utils.course.releases import released_test_cells
 from lab_utils.grading import COPIED, DECIDES, PACKAGE_DIR, PEEKED, REACHED, SEALED_CELLS, SWITCHED, TAKEN
@@ -776,6 +777,8 @@ def refused(graded: Path) -> list[str]:
 
 def flags(autograded_notebook: Path) -> list[str]:
     """What a person should know about a graded submission: tampering, use of the reference, results
-    made to pass any comparison, and what the grader's hook refused the notebook's code."""
+    made to pass any comparison, what the grader's hook refused the notebook's code, and test cells that
+    rebind a name the answers read (shadowing)."""
     return (findings(autograded_notebook) + reference_used(autograded_notebook)
-            + comparison_decided(autograded_notebook) + refused(autograded_notebook))
+            + comparison_decided(autograded_notebook) + refused(autograded_notebook)
+            + shadowing.rebound_by_tests(autograded_notebook))
