@@ -66,14 +66,15 @@ def answer_globals(nb) -> dict[str, str]:
 
 
 def rebound_by_tests(graded: Path) -> list[str]:
-    """For each test cell of a graded notebook that binds a name the answers read (`answer_globals`), what a
-    person should check."""
+    """For each name the answers read (`answer_globals`) that test cells of a graded notebook bind, what a
+    person should check: the first such cell, and how many more."""
     nb = nbformat.read(graded, as_version=4)
     answers = answer_globals(nb)
-    found = []
+    cells: dict[str, list[str]] = {}
     for cell in nb.cells:
         if is_test(cell) and (tree := parsed_cell(cell.source)):
             for name in sorted(bound_at_top_level(tree) & answers.keys()):
-                found.append(f"{_grade_id(cell)}: binds {name}, which the answer {answers[name]} defines "
-                             f"and reads; a later call of the answer sees the test's {name}: check the points by hand")
-    return found
+                cells.setdefault(name, []).append(_grade_id(cell))
+    return [f"{ids[0]}{f' and {len(ids) - 1} more test cells bind' if len(ids) > 1 else ': binds'} {name}, which "
+            f"the answer {answers[name]} defines and reads; a later call of the answer sees the test's {name}: "
+            "check the points by hand" for name, ids in cells.items()]

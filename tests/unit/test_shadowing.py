@@ -40,6 +40,15 @@ def test_a_test_that_rebinds_a_helper_the_answer_reads_is_named(tmp_path):
         "test's PATTERN: check the points by hand"]
 
 
+def test_a_name_several_test_cells_bind_is_named_once(tmp_path):
+    path = graded(tmp_path, "stuffed = 1", "PATTERN = 2", "stuffed = 3")
+    assert rebound_by_tests(path) == [
+        "test-0 and 1 more test cells bind stuffed, which the answer guarded defines and reads; a later call of the "
+        "answer sees the test's stuffed: check the points by hand",
+        "test-1: binds PATTERN, which the answer guarded defines and reads; a later call of the answer sees the "
+        "test's PATTERN: check the points by hand"]
+
+
 def test_names_of_the_tests_own_scopes_imports_and_names_no_function_reads_are_not_named(tmp_path):
     path = graded(tmp_path, "def check():\n    stuffed = 1\n    return stuffed\n",
                   "[PATTERN for PATTERN in 'ab']\nimport re\nunused = 2\nseen = 'a local of the answer'",
