@@ -60,11 +60,18 @@ def as_read(text: str) -> str:
     """`text` as a model reads it: look-alike characters as what they look like (NFKC: a no-break space is
     a space, a one-dot leader a full stop, a full-width letter the letter; then a Cyrillic or Greek letter drawn
     as a Latin one, `LATIN_LOOK_ALIKES`, is that Latin letter: a Cyrillic а an a), no invisible ones (format
-    characters: zero-width, joiners; and `DRAWS_NOTHING`) and no mark left over (NFKC joins an accent to its letter
-    where one letter is both; U+034F draws nothing)."""
+    characters: zero-width, joiners; control characters but whitespace, such as DEL; and `DRAWS_NOTHING`) and no
+    mark left over (NFKC joins an accent to its letter where one letter is both; U+034F draws nothing)."""
     # Before NFKC too: it turns a lunate sigma, drawn as a c, into a final sigma, drawn otherwise.
     folded = unicodedata.normalize("NFKC", text.translate(LATIN_LOOK_ALIKES)).translate(LATIN_LOOK_ALIKES)
-    return "".join(c for c in folded if unicodedata.category(c) not in ("Cf", "Mn") and c not in DRAWS_NOTHING)
+    return "".join(c for c in folded if not draws_nothing(c))
+
+
+def draws_nothing(c: str) -> bool:
+    """Whether `c` puts nothing on the page: a format character, a mark, a control character that is not
+    whitespace (a line break or a tab still parts words), or one of `DRAWS_NOTHING`."""
+    category = unicodedata.category(c)
+    return category in ("Cf", "Mn") or (category == "Cc" and not c.isspace()) or c in DRAWS_NOTHING
 
 
 @contextmanager

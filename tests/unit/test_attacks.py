@@ -236,6 +236,13 @@ def test_a_payload_is_read_without_marks_that_draw_nothing():
     assert harness.as_read("cafe\u0301") == "caf\u00e9"
 
 
+def test_a_payload_is_read_without_control_characters_but_its_whitespace():
+    """An outside student's attack put a DEL (U+007F) into a lesson's payload, to pass as new: a control character
+    draws nothing, while a line break and a tab still part words."""
+    assert harness.as_read("for fr\u007fee, \u009bnow") == "for free, now"
+    assert harness.as_read("free\nnow\tand then") == "free\nnow\tand then"
+
+
 def test_a_payload_is_read_without_letters_or_symbols_that_draw_nothing():
     """An outside cheater's attack put a Hangul filler (U+3164, a letter to Unicode) in each word of a lesson's
     payload, to pass as new: each character that draws nothing is read as nothing, whatever its category."""
