@@ -191,12 +191,14 @@ class MemoryStore:
         return m
 
     def _rewrite(self, keep: list[Memory]) -> int:
-        """Replace the file by `keep`, atomically; returns how many memories it removed."""
+        """Remove, atomically, every memory of this store that `keep` leaves out; returns how many it
+        removed. A memory another process appended since this store last read its file stays: the
+        caller chose `keep` without seeing it."""
         with self._locked():
+            seen = set(self._by_id)
             self._read_new_lines()
-            keep_ids = {m.id for m in keep}
-            gone = {m.id for m in self.items} - keep_ids
-            kept = [m for m in self.items if m.id in keep_ids]
+            gone = (seen - {m.id for m in keep}) & set(self._by_id)
+            kept = [m for m in self.items if m.id not in gone]
             text = "".join(memory_to_json(m) + "\n" for m in kept)
             atomic_write_text(self.path, text)
             self._inode = self.path.stat().st_ino

@@ -133,6 +133,16 @@ def test_two_stores_on_one_file_see_each_others_writes(tmp_path):
     assert [m.id for m in MemoryStore(tmp_path / "m.jsonl").items] == ["m-001", "m-002", "m-003"]
 
 
+def test_a_rewrite_keeps_what_another_process_appended_unseen(tmp_path):
+    a, b = MemoryStore(tmp_path / "m.jsonl"), MemoryStore(tmp_path / "m.jsonl")
+    for source in ("t-1", "t-9021"):
+        a.remember_raw(f"note from {source}", source)
+    b.remember_raw("note from t-3", "t-3")  # a has not read it yet
+    assert a._rewrite([m for m in a.items if m.source != "t-9021"]) == 1  # what forget_source does
+    assert [m.source for m in a.items] == ["t-1", "t-3"]
+    assert [m.source for m in MemoryStore(tmp_path / "m.jsonl").items] == ["t-1", "t-3"]
+
+
 def test_a_rewrite_by_another_process_is_seen_and_never_undone(tmp_path):
     a, b = MemoryStore(tmp_path / "m.jsonl"), MemoryStore(tmp_path / "m.jsonl")
     for source in ("t-1", "t-9021", "t-2"):
