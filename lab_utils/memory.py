@@ -68,12 +68,16 @@ class TornLineWarning(UserWarning):
     """The file ended in a partial line; it was set aside, not lost."""
 
 
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not JSON")  # Python's json reads NaN and Infinity; JSON has neither
+
+
 def memory_from_json(line: str, where: str) -> Memory:
     """Parse one JSONL line into a Memory, naming `where` and the field in any error."""
     try:
-        data = json.loads(line)
-    except json.JSONDecodeError as err:
-        raise MemoryFileError(f"{where}: not valid JSON ({err.msg})") from None
+        data = json.loads(line, parse_constant=_not_json)
+    except ValueError as err:  # not JSON, NaN or Infinity, or a number too long for Python to read
+        raise MemoryFileError(f"{where}: not valid JSON ({getattr(err, 'msg', err)})") from None
     except RecursionError:  # e.g. 100,000 "[": the parser runs out of stack, not of input
         raise MemoryFileError(f"{where}: not a memory (JSON nested too deeply to read)") from None
     if not isinstance(data, dict):

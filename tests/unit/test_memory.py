@@ -70,6 +70,9 @@ def test_a_torn_last_line_is_set_aside_and_reported(store):
 
 @pytest.mark.parametrize("line, named", [
     ("not json", "not valid JSON"),
+    ('{"id": "m-1", "kind": "fact", "text": "t", "source": "s", "ts": NaN}', "not valid JSON .NaN is not JSON"),
+    ('{"id": "m-1", "kind": "fact", "text": "t", "source": "s", "ts": -Infinity}', "not valid JSON .-Infinity"),
+    ('{"id": "m-1", "kind": "fact", "text": "t", "source": "s", "ts": ' + "1" * 5000 + "}", "not valid JSON .Exceeds"),
     ("[1, 2]", "expected a JSON object"),
     ('{"id": "m-1", "kind": "episode", "text": "t", "source": "s"}', "'ts'"),
     ('{"id": "m-1", "kind": "guess", "text": "t", "source": "s", "ts": 1}', "kind"),
