@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -34,6 +35,7 @@ def test_selection_rule():
     assert better(_totals(19, 1.7), _totals(13, 1.7))  # more scenarios pass
     assert better(_totals(19, 1.6), _totals(19, 1.7))  # as many, fewer records
     assert not better(_totals(19, 1.7), _totals(19, 1.7))  # a tie keeps the parent
+    assert better(_totals(19, 1.7), _totals(19, math.nextafter(1.7, 2)))  # records compared exactly, no rounding
     assert not better(_totals(18, 1.0), _totals(19, 1.7))  # success before storage
     assert not better(_totals(20, 1.0, violations=1), _totals(13, 1.7))  # hard checks first
     assert better(_totals(13, 1.7), _totals(20, 1.0, violations=1))
