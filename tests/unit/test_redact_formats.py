@@ -72,3 +72,15 @@ def test_redact_meets_the_goals_on_the_test_set():
     assert goals["suites' positives removed completely"] >= 0.95
     assert goals["example numbers removed completely (4 forms)"] >= 0.99
     assert goals["negatives changed"] <= 0.05
+
+
+@pytest.mark.parametrize("text, phone", [("opened 2026-01-05 5550134", "5550134"),
+                                         ("(2026-01-05) 555 0134", "555 0134"),
+                                         ("since 21.05.2021 +380 67 123 4455", "+380 67 123 4455")])
+def test_a_date_beside_a_phone_stays_out_of_it(text, phone):
+    assert find_pii(text) == [phone]
+    assert redact(text) == text.replace(phone, "[PHONE]")
+
+
+def test_a_dotted_phone_that_begins_like_a_date_is_one_phone():
+    assert find_pii("call 01.23.45.67.89 after six") == ["01.23.45.67.89"]
