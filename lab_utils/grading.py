@@ -46,7 +46,7 @@ import time
 import traceback
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from types import CodeType, FunctionType, MethodType
 
@@ -732,6 +732,8 @@ OUT_OF_SIGHT = {found: dotted for dotted in ("os.fork", "os.forkpty", "os.system
                                          "_xxsubinterpreters.run_string", "_interpreters.exec",
                                          "_interpreters.run_string", "_interpreters.run_func", "_interpreters.call")
                 if (found := _builtin(dotted)) is not None}
+# The code every @contextmanager (and @asynccontextmanager) function runs, whichever function it wraps, by its id.
+CONTEXT_MANAGER_CODES = {id(contextmanager(iter).__code__), id(asynccontextmanager(iter).__code__)}
 # Functions that hand over the frames of the code that called them, by their code's id: the watch
 # never hashes a code object, whose constants' __hash__ could be the notebook's.
 FRAME_READERS = {id(f.__code__): f"{f.__module__}.{f.__qualname__}" for f in (
@@ -781,8 +783,10 @@ def _watch(references: list[tuple[str, FunctionType]], cells: dict[str, str],
     noted = {*setting, *readers}
     history = getattr(_shell(), "history_manager", None)
     database = getattr(history, "db", None)
-    # Functions that hand over the test or its text, by their code's id: frame readers and the history's methods.
-    handing = FRAME_READERS | {id(f.__code__): "IPython.core.history" for f in _methods(type(history))}
+    # Functions that hand over the test or its text, by their code's id: frame readers and the history's methods
+    # (but for a method made by @contextmanager, whose code is contextlib's, the same for every such function).
+    handing = FRAME_READERS | {id(f.__code__): "IPython.core.history" for f in _methods(type(history))
+                               if id(f.__code__) not in CONTEXT_MANAGER_CODES}
 
     def watch(frame, event, arg):
         # Runs for every call and return while a test calls an answer, so the common case is quick:

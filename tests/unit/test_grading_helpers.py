@@ -774,6 +774,20 @@ TEST_TEXT_FOUND = {
 }
 
 
+def test_an_answer_that_enters_a_context_manager_reads_no_history(monkeypatch):
+    """An outside student's answer took a store's lock (a @contextmanager) and was told it read the running test
+    through IPython's history: every such function runs contextlib's one helper, as one of the history's methods does."""
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(grading, "_KERNEL_THREADS", frozenset(sys._current_frames()))  # the history's saver
+    try:
+        shell.run_cell("from contextlib import contextmanager\n\n@contextmanager\ndef held():\n    yield 2\n\n"
+                       "def double(x):\n    with held() as two:\n        return two * x\n", store_history=True)
+        test = "from lab_utils.grading import own_implementation\nwith own_implementation(double):\n    assert double(2) == 4\n"
+        assert shell.run_cell(test, store_history=True).error_in_exec is None
+    finally:
+        InteractiveShell.clear_instance()
+
+
 @pytest.mark.parametrize("where", [*TEST_TEXT, *TEST_TEXT_FOUND])
 def test_the_running_tests_text_is_out_of_an_answers_reach(where, monkeypatch):
     """Outside cheaters' answers read the running test cell (`In[-1]`, the names built at run time) and
