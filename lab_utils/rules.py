@@ -21,6 +21,7 @@ import math
 import re
 import unicodedata
 import weakref
+from collections.abc import Iterator
 
 import phonenumbers
 
@@ -67,16 +68,16 @@ _DATE = (rf"(?:{_Y}(?P<s1>[-/.]){_M}(?P=s1){_D}|{_D}(?P<s2>[-/.]){_M}(?P=s2)(?:{
          rf"|{_M}(?P<s3>[-/.]){_D}(?P=s3)(?:{_Y}|\d\d))")
 # Shapes of numbers that are not personal, matched against the whole candidate:
 _NOT_A_PHONE = re.compile(
-    r"(?:0|[1-9]\d*)\.\d+"                           # a decimal: 3.14159265 (not 010.0000)
+    rf"{_DATE}"                                     # 2026-01-05, 21.05.2021, 3/15/2024, 1.19.14
+    r"|(?:0|[1-9]\d*)\.\d+"                          # a decimal: 3.14159265 (not 010.0000)
     r"|\d+(?:\.\d+)*\.\d\.\d+(?:\.\d+)*"             # a version with a one-digit part: 10.0.19041
     r"|1\d{9}|1\d{12}"                              # a Unix timestamp in s or ms (2001-2033)
     r"|\d{5}-\d{4}"                                  # a US ZIP+4 code: 02540-4119
     r"|(?P<low>\d{4,})\s*[-\u2013]\s*(?P<high>\d{4,})"  # a range, checked in _is_range
 )
-# A date that stands alone (2026-01-05, 21.05.2021, 3/15/2024, 1.19.14), not a run of a longer dotted
-# or dashed number (01.23.45.67.89 is a phone): blanked like an email, so the numbers beside it stay apart
-# ("opened 2026-01-05 5550134" holds one phone, 5550134).
-_LONE_DATE = re.compile(rf"(?<!\w)(?<!\d[-/.]){_DATE}(?![-/.]?\d)")
+# A date that opens a run of digit groups, then a space: it is no part of the number after it ("opened
+# 2026-01-05 5550134" holds one phone, 5550134; "2026-01-05 09:14" no phone at all).
+_LEADING_DATE = re.compile(rf"\(?{_DATE}\)?\s+(?=[+(]?\d)")
 # A compact date, then an hour: "20120102 08" + ":00".
 _DATE_THEN_HOUR = re.compile(rf"{_Y}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])(?:T|\s+)\d{{1,2}}")
 # Labels that say what the number is: an identifier, a code, money.
@@ -154,11 +155,19 @@ def _is_phone(text: str, match: re.Match) -> bool:
 def _pii_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, placeholder) of every email and phone in `text` (already NFC), in order."""
     spans = [(m.start(), m.end(), "[EMAIL]") for m in _EMAIL.finditer(text)]
-    # Same offsets, no digits, and no separator: the numbers on either side of an email or a date stay apart.
-    blanked = _EMAIL.sub(lambda m: "\0" * len(m.group()), text)
-    blanked = _LONE_DATE.sub(lambda m: "\0" * len(m.group()), blanked)
-    spans += [(m.start(), m.end(), "[PHONE]") for m in _CANDIDATE.finditer(blanked) if _is_phone(blanked, m)]
+    # Same offsets, no digits, and no separator: the numbers on either side of an email stay apart.
+    without_emails = _EMAIL.sub(lambda m: "\0" * len(m.group()), text)
+    spans += [(m.start(), m.end(), "[PHONE]") for m in _phone_candidates(without_emails)
+              if _is_phone(without_emails, m)]
     return sorted(spans)
+
+
+def _phone_candidates(text: str) -> Iterator[re.Match]:
+    """Each run of digit groups that may be a phone, less the dates that open it (_LEADING_DATE)."""
+    for match in _CANDIDATE.finditer(text):
+        while (date := _LEADING_DATE.match(match.group())) is not None:
+            match = _CANDIDATE.match(text, match.start() + date.end())
+        yield match
 
 
 def redact(text: str) -> str:
