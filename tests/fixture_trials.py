@@ -70,10 +70,10 @@ def different_trials(lesson: str) -> list[Trial]:
     return [replace(trial, released=True) for trial in student_trials(lesson, ["different"])]
 
 
-def break_trials(lesson: str) -> list[tuple[Trial, str]]:
+def break_trials(lesson: str) -> list[Trial]:
     """Each rule break as a trial with the hidden tests too, as autograde runs them (the visible test
-    cells are the same either way), and what a visible test must say."""
-    return [(Trial(grade_id, answer, f"{grade_id}, {rule!r}"), substring)
+    cells are the same either way), that says what a visible test must say."""
+    return [Trial(grade_id, answer, f"{grade_id}, {rule!r}", says=substring)
             for grade_id, found in rule_breaks(lesson, reference_answers(lesson)).items()
             for substring, rule, answer in found]
 
@@ -81,7 +81,7 @@ def break_trials(lesson: str) -> list[tuple[Trial, str]]:
 def lesson_trials(lesson: str) -> list[Trial]:
     """Every trial the fixtures hold for the lesson: rule breaks, the answers written differently
     with the released tests, and the fixture students with the hidden tests."""
-    breaks = [trial for trial, _ in break_trials(lesson)] if lesson in fixture_lessons("rule_breaks") else []
+    breaks = break_trials(lesson) if lesson in fixture_lessons("rule_breaks") else []
     different = different_trials(lesson) if lesson in fixture_lessons("different") else []
     students = student_trials(lesson) if lesson in fixture_lessons(*STUDENTS) else []
     return breaks + different + students

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import fcntl
+import functools
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import nbformat
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbgrader.preprocessors import ClearHiddenTests
+from traitlets.config.loader import PyFileConfigLoader
 
 from lab_utils.course import lesson_names
 from lab_utils.paths import ROOT
@@ -225,11 +227,17 @@ class Kernel:
         """Run cells start..stop-1 in order; each cell as it ran, by index."""
         return {index: self.run(index) for index in range(start, stop)}
 
-    def run_exercise(self, exercise: Exercise, answer: str, tests: dict[int, str] | None = None) -> dict[int, dict]:
+    def run_exercise(self, exercise: Exercise, answer: str, tests: dict[int, str] | None = None,
+                     settled: Callable[[dict[int, dict]], bool] = lambda ran: False) -> dict[int, dict]:
         """Run `answer` in the exercise's answer cell, then the cells after it up to its last test
-        (a test cell's source replaced where `tests` says); each cell as it ran, by index."""
-        tests = tests or {}
-        return {i: self.run(i, answer if i == exercise.answer else tests.get(i)) for i in exercise.span}
+        (a test cell's source replaced where `tests` says), or until what ran `settled` what was asked;
+        each cell as it ran, by index."""
+        tests, ran = tests or {}, {}
+        for i in exercise.span:
+            ran[i] = self.run(i, answer if i == exercise.answer else tests.get(i))
+            if settled(ran):
+                break
+        return ran
 
 
 def error_message(cell) -> str:
@@ -240,8 +248,22 @@ def error_message(cell) -> str:
 
 def failed_tests(exercise: Exercise, ran: dict[int, dict]) -> dict[int, str]:
     """What the exercise's test cells that failed in `ran` say, by cell index."""
-    failed = {i: error_message(ran[i]) for i in exercise.tests}
+    failed = {i: error_message(ran[i]) for i in exercise.tests if i in ran}
     return {i: text for i, text in failed.items() if text}
+
+
+@functools.cache
+def validate_width() -> int:
+    """The width at which `nbgrader validate` cuts a line: the students' Validator.width (jupyter_config/,
+    as make lab and Binder load it)."""
+    return PyFileConfigLoader("nbgrader_config.py", str(ROOT / "jupyter_config")).load_config().Validator.width
+
+
+def shown_whole(text: str, substring: str) -> bool:
+    """Whether `nbgrader validate` shows `substring` uncut: it indents each line of an error by 4 and
+    cuts it at validate_width()."""
+    lines = ANSI.sub("", text).splitlines()
+    return any(4 + line.index(substring) + len(substring) <= validate_width() - 3 for line in lines if substring in line)
 
 
 def released_tests(solution) -> dict[int, str]:
@@ -264,6 +286,9 @@ class Trial:
     answer: str
     label: str  # what the answer is, for messages
     released: bool = False  # True: run the tests as students see them; False: hidden tests too, as at autograde
+    # A broken rule's words: its cells run only until a visible test failed saying them whole and a hidden
+    # test failed too, all its tests are asked; '': every cell runs.
+    says: str = ""
 
 
 @dataclass
@@ -283,8 +308,8 @@ def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int 
     """The solution notebook run once from the top, in one kernel, with every trial tried in it.
 
     At each exercise, after the reference answer and its tests ran, each of its trials runs in place
-    of the reference answer with the cells after it up to the exercise's last test, and then the
-    reference answer is put back, so every trial starts where a student's answer would (the other
+    of the reference answer with the cells after it up to the exercise's last test (a broken rule's,
+    until its failures answer what its tests ask: `Trial.says`), and then the reference answer is put back, so every trial starts where a student's answer would (the other
     answers are the reference's). After the exercise's last trial the reference's tests run again
     and must pass; if they fail, a trial leaked state, and the lesson runs again with the tests
     after every trial (`check_each`), to name it. Writes only to `folder`, a copy of the lesson's folder.
@@ -309,6 +334,16 @@ def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int 
                         f"{next(iter(failed.values()))[-800:]}")
         return ran
 
+    hidden = hidden_test_cells(solution)
+
+    def settled(trial: Trial, exercise: Exercise) -> Callable[[dict[int, dict]], bool]:
+        """Whether a broken rule's cells that ran already failed a hidden test and a visible one saying its words."""
+        def done(ran: dict[int, dict]) -> bool:
+            failed = failed_tests(exercise, ran)
+            return bool(trial.says) and bool(hidden & set(failed)) and any(
+                i not in hidden and shown_whole(text, trial.says) for i, text in failed.items())
+        return done
+
     results: dict[Trial, dict[int, str]] = {}
     first: dict[int, dict] = {}  # each cell as it ran first, by index
     try:
@@ -318,7 +353,8 @@ def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int 
                 first |= kernel.run_cells(done, exercise.answer) | reference(kernel, exercise, "")
                 tried = todo.get(exercise.grade_id, [])
                 for trial in tried:
-                    ran = kernel.run_exercise(exercise, trial.answer, released if trial.released else None)
+                    ran = kernel.run_exercise(exercise, trial.answer, released if trial.released else None,
+                                              settled(trial, exercise))
                     results[trial] = failed_tests(exercise, ran)
                     if check_each:
                         reference(kernel, exercise, f" after {trial.label} (its state leaked)")

@@ -14,24 +14,22 @@ Per lesson, from tests/fixtures/:
 
 A lesson's solution runs once per test run in one kernel for all of it (the `tried` fixture,
 nbtools.run_trials): each broken or fixture answer in place of the reference, with the tests after
-it, released or hidden; the reference runs again after each. For the first lesson, nbgrader's
+it, released or hidden; the reference runs again after each. A broken answer's cells run only until
+a visible test failed saying the rule's words and a hidden one failed too: all its tests ask. For the first lesson, nbgrader's
 Validator itself checks this shortcut (the released lesson filled with every `different` answer at
 once, and one broken rule), and the grading-day test checks it against nbgrader's autograde.
 """
 
-import re
 import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbgrader.validator import Validator
-from traitlets.config.loader import PyFileConfigLoader
 
 from fixture_trials import break_trials, different_trials, reference_answers, rule_breaks
-from lab_utils.paths import ROOT
 from nbtools import (STUDENTS, exercises, fixture_answers, fixture_lessons, hidden_test_cells, nbgrader_meta,
-                     notebook_path, points_lost, with_answers)
+                     notebook_path, points_lost, shown_whole, with_answers)
 
 pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
 
@@ -44,14 +42,6 @@ def lesson_copy(lesson: str, answers: dict[str, str], folder: Path) -> tuple[nbf
     path = folder / released.name
     nbformat.write(nb, path)
     return nb, path
-
-
-def shown_whole(text: str, substring: str) -> bool:
-    """Whether `nbgrader validate` shows `substring` uncut: it indents each line of an error by 4 and
-    cuts it at the students' Validator.width (jupyter_config/, as make lab and Binder load it)."""
-    width = PyFileConfigLoader("nbgrader_config.py", str(ROOT / "jupyter_config")).load_config().Validator.width
-    lines = re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines()
-    return any(4 + line.index(substring) + len(substring) <= width - 3 for line in lines if substring in line)
 
 
 def validate(path) -> dict:
@@ -79,7 +69,8 @@ def test_each_broken_rule_fails_a_visible_test_that_names_it(lesson, tried):
 
     hidden = hidden_test_cells(nbformat.read(notebook_path("solutions", lesson), as_version=4))
     problems = []
-    for trial, substring in break_trials(lesson):
+    for trial in break_trials(lesson):
+        substring = trial.says
         failed = {i: text for i, text in tried(lesson).failed[trial].items() if i not in hidden}
         if not failed:
             problems.append(f"{trial.label}: every visible test passes")
@@ -95,7 +86,7 @@ def test_each_broken_rule_fails_a_visible_test_that_names_it(lesson, tried):
 def test_each_broken_rule_fails_a_hidden_test_too(lesson, tried):
     """An answer tuned until the visible tests pass still loses points for the rule it breaks."""
     hidden = hidden_test_cells(nbformat.read(notebook_path("solutions", lesson), as_version=4))
-    escaped = [trial.label for trial, _ in break_trials(lesson) if not hidden & set(tried(lesson).failed[trial])]
+    escaped = [trial.label for trial in break_trials(lesson) if not hidden & set(tried(lesson).failed[trial])]
     assert not escaped, f"no hidden test of {lesson} fails for these broken rules:\n" + "\n".join(escaped)
 
 
