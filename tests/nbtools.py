@@ -228,14 +228,14 @@ class Kernel:
         return {index: self.run(index) for index in range(start, stop)}
 
     def run_exercise(self, exercise: Exercise, answer: str, tests: dict[int, str] | None = None,
-                     settled: Callable[[dict[int, dict]], bool] = lambda ran: False) -> dict[int, dict]:
+                     enough: Callable[[dict[int, dict]], bool] | None = None) -> dict[int, dict]:
         """Run `answer` in the exercise's answer cell, then the cells after it up to its last test
-        (a test cell's source replaced where `tests` says), or until what ran `settled` what was asked;
+        (a test cell's source replaced where `tests` says), or until `enough(ran)` holds of the cells that ran;
         each cell as it ran, by index."""
         tests, ran = tests or {}, {}
         for i in exercise.span:
             ran[i] = self.run(i, answer if i == exercise.answer else tests.get(i))
-            if settled(ran):
+            if enough is not None and enough(ran):
                 break
         return ran
 
@@ -263,7 +263,8 @@ def shown_whole(text: str, substring: str) -> bool:
     """Whether `nbgrader validate` shows `substring` uncut: it indents each line of an error by 4 and
     cuts it at validate_width()."""
     lines = ANSI.sub("", text).splitlines()
-    return any(4 + line.index(substring) + len(substring) <= validate_width() - 3 for line in lines if substring in line)
+    return any(4 + line.index(substring) + len(substring) <= validate_width() - 3
+               for line in lines if substring in line)
 
 
 def released_tests(solution) -> dict[int, str]:
@@ -286,8 +287,8 @@ class Trial:
     answer: str
     label: str  # what the answer is, for messages
     released: bool = False  # True: run the tests as students see them; False: hidden tests too, as at autograde
-    # A broken rule's words: its cells run only until a visible test failed saying them whole and a hidden
-    # test failed too, all its tests are asked; '': every cell runs.
+    # A broken rule's words, which a visible test must say: its cells run only until one did and a hidden
+    # test failed too, which is all that is asked of it. '': every cell runs.
     says: str = ""
 
 
@@ -308,11 +309,12 @@ def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int 
     """The solution notebook run once from the top, in one kernel, with every trial tried in it.
 
     At each exercise, after the reference answer and its tests ran, each of its trials runs in place
-    of the reference answer with the cells after it up to the exercise's last test (a broken rule's,
-    until its failures answer what its tests ask: `Trial.says`), and then the reference answer is put back, so every trial starts where a student's answer would (the other
-    answers are the reference's). After the exercise's last trial the reference's tests run again
-    and must pass; if they fail, a trial leaked state, and the lesson runs again with the tests
-    after every trial (`check_each`), to name it. Writes only to `folder`, a copy of the lesson's folder.
+    of the reference answer with the cells after it up to the exercise's last test (a broken rule's
+    only until its failures answer what is asked of it: `Trial.says`), and then the reference answer is
+    put back, so every trial starts where a student's answer would (the other answers are the reference's).
+    After the exercise's last trial the reference's tests run again and must pass; if they fail, a trial
+    leaked state, and the lesson runs again with the tests after every trial (`check_each`), to name it.
+    Writes only to `folder`, a copy of the lesson's folder.
     """
     trials = list(trials)
     source = notebook_path("solutions", lesson)
@@ -336,13 +338,11 @@ def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int 
 
     hidden = hidden_test_cells(solution)
 
-    def settled(trial: Trial, exercise: Exercise) -> Callable[[dict[int, dict]], bool]:
-        """Whether a broken rule's cells that ran already failed a hidden test and a visible one saying its words."""
-        def done(ran: dict[int, dict]) -> bool:
-            failed = failed_tests(exercise, ran)
-            return bool(trial.says) and bool(hidden & set(failed)) and any(
-                i not in hidden and shown_whole(text, trial.says) for i, text in failed.items())
-        return done
+    def answered(trial: Trial, exercise: Exercise, ran: dict[int, dict]) -> bool:
+        """Whether a broken rule's cells that ran failed a hidden test and a visible one saying its words whole."""
+        failed = failed_tests(exercise, ran)
+        return bool(hidden & set(failed)) and any(i not in hidden and shown_whole(text, trial.says)
+                                                  for i, text in failed.items())
 
     results: dict[Trial, dict[int, str]] = {}
     first: dict[int, dict] = {}  # each cell as it ran first, by index
@@ -353,8 +353,8 @@ def run_trials(lesson: str, folder: Path, trials: Iterable[Trial], timeout: int 
                 first |= kernel.run_cells(done, exercise.answer) | reference(kernel, exercise, "")
                 tried = todo.get(exercise.grade_id, [])
                 for trial in tried:
-                    ran = kernel.run_exercise(exercise, trial.answer, released if trial.released else None,
-                                              settled(trial, exercise))
+                    enough = functools.partial(answered, trial, exercise) if trial.says else None
+                    ran = kernel.run_exercise(exercise, trial.answer, released if trial.released else None, enough)
                     results[trial] = failed_tests(exercise, ran)
                     if check_each:
                         reference(kernel, exercise, f" after {trial.label} (its state leaked)")

@@ -14,10 +14,11 @@ Per lesson, from tests/fixtures/:
 
 A lesson's solution runs once per test run in one kernel for all of it (the `tried` fixture,
 nbtools.run_trials): each broken or fixture answer in place of the reference, with the tests after
-it, released or hidden; the reference runs again after each. A broken answer's cells run only until
-a visible test failed saying the rule's words and a hidden one failed too: all its tests ask. For the first lesson, nbgrader's
-Validator itself checks this shortcut (the released lesson filled with every `different` answer at
-once, and one broken rule), and the grading-day test checks it against nbgrader's autograde.
+it, released or hidden; the reference runs again after each. A broken answer's cells run only until a
+visible test failed saying the rule's words and a hidden one failed too, all that the tests below ask.
+For the first lesson, nbgrader's Validator itself checks this shortcut (the released lesson filled
+with every `different` answer at once, and one broken rule), and the grading-day test checks it
+against nbgrader's autograde.
 """
 
 import shutil
