@@ -27,7 +27,6 @@ from __future__ import annotations
 import ast
 import bisect
 import collections
-import copy
 import difflib
 import functools
 import importlib
@@ -279,6 +278,19 @@ def _library_modules() -> list[tuple[Path, str]]:
             if not (module := module_name(path)).startswith("lab_utils.course")]
 
 
+def _tree_copy(node):
+    """A copy of a syntax tree, made of its fields alone. Not copy.deepcopy, which follows every
+    attribute: Python shares one ast.Load (and Store, Del) among all the trees it parses, and IPython's
+    tracebacks (the `executing` library) give each node a `parent`, so after one traceback in the
+    process a deep copy of any function took whichever whole module that shared node last pointed into."""
+    if isinstance(node, list):
+        return [_tree_copy(item) for item in node]
+    if not isinstance(node, ast.AST):
+        return node
+    return type(node)(**{name: _tree_copy(getattr(node, name)) for name in node._fields if hasattr(node, name)},
+                      **{name: getattr(node, name) for name in node._attributes if hasattr(node, name)})
+
+
 @functools.cache  # read once per process: grades compares every lesson's answers with it
 def _library_functions() -> tuple[list[int], list[tuple[str, list[str]]], dict[str, str]]:
     """Every function in lab_utils (the course's wing excepted), shortest first, as (dotted name,
@@ -292,8 +304,8 @@ def _library_functions() -> tuple[list[int], list[tuple[str, list[str]]], dict[s
             if isinstance(node, ast.FunctionDef):
                 # The node itself, not its source text: ast.get_source_segment splits the whole file per call.
                 # Copies: the walk goes on into the node's own functions, which must be as written.
-                found.append((f"{module}.{node.name}", _normalized(copy.deepcopy(node))))
-                verbatim.setdefault(_verbatim(copy.deepcopy(node)), f"{module}.{node.name}")
+                found.append((f"{module}.{node.name}", _normalized(_tree_copy(node))))
+                verbatim.setdefault(_verbatim(_tree_copy(node)), f"{module}.{node.name}")
     found.sort(key=lambda function: len(function[1]))
     return [len(tokens) for _, tokens in found], found, verbatim
 

@@ -367,3 +367,27 @@ def test_the_instructors_guide_states_the_bars_in_use():
             "such tokens") in guide
     assert f"a library regular expression of {similarity.MIN_PATTERN_CHARS} characters or more" in guide
     assert f"(at least {similarity.MIN_WRITTEN_WORDS} words)" in guide
+
+
+def test_a_library_function_is_copied_without_what_a_traceback_hung_on_shared_nodes():
+    """IPython's tracebacks (the `executing` library) give every node of a file's syntax tree a `parent`, the
+    ast.Load that Python shares among all trees too. A deep copy then followed it into that whole file: after one
+    traceback in the process, reading lab_utils' functions for `make grades` took minutes instead of a second."""
+    executing = pytest.importorskip("executing")
+    executing.Source.for_filename(similarity.__file__)  # as a traceback through similarity.py does
+    function = ast.parse("def f(x):\n    return x + 1\n").body[0]
+    assert hasattr(function.body[0].value.left.ctx, "parent"), "the shared ast.Load carries a parent"
+
+    def reachable(node, seen):
+        if isinstance(node, list):
+            for item in node:
+                reachable(item, seen)
+        elif isinstance(node, ast.AST) and id(node) not in seen:
+            seen[id(node)] = node
+            for value in vars(node).values():
+                reachable(value, seen)
+        return seen
+
+    copied = similarity._tree_copy(function)
+    assert ast.dump(copied, include_attributes=True) == ast.dump(function, include_attributes=True)
+    assert len(reachable(copied, {})) == len(list(ast.walk(function)))
