@@ -6,6 +6,7 @@ every test that needs the executed solution or a trial's failed tests reads that
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from dataclasses import asdict, replace
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import nbformat
 
-from nbtools import (STUDENTS, Trial, TrialRun, fixture_lessons, fixture_sections, nbgrader_meta, notebook_path,
-                     once_per_run, run_trials, solution_answer, student_trials)
+from nbtools import (STUDENTS, Trial, TrialRun, exercises, fixture_lessons, fixture_sections, nbgrader_meta,
+                     notebook_path, once_per_run, run_trials, solution_answer, student_trials)
 
 RULE_BREAK = re.compile(r'says "(?P<substring>[^"]+)": (?P<rule>.+)')
 
@@ -78,13 +79,38 @@ def break_trials(lesson: str) -> list[Trial]:
             for substring, rule, answer in found]
 
 
+# Bodies of an answer that computes nothing: a constant, or a ValueError whose message holds the
+# arguments, the last first (as a message naming where a bad line came from starts).
+CONSTANT_BODIES = ("return None", "return True", "return False", "return 0.0", "return ''", "return []", "return {}",
+                   "raise ValueError(': '.join(map(str, ARGUMENTS[::-1])))")
+
+
+def with_body(stub: str, body: str) -> str:
+    """The stub with the body of each function it defines replaced by `body` (ARGUMENTS: the list of its arguments)."""
+    tree = ast.parse(stub)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            node.body = ast.parse(body.replace("ARGUMENTS", f"[{', '.join(a.arg for a in arguments)}]")).body
+    return ast.unparse(tree)
+
+
+def constant_trials(lesson: str) -> list[Trial]:
+    """Each exercise whose released stub defines functions, answered by them computing nothing
+    (CONSTANT_BODIES), with the hidden tests, as autograde runs them."""
+    released = nbformat.read(notebook_path("lessons", lesson), as_version=4)
+    stubs = {e.grade_id: released.cells[e.answer].source for e in exercises(released)}
+    return [Trial(grade_id, with_body(stub, body), f"{grade_id} computing nothing: {body}")
+            for grade_id, stub in stubs.items() if "def " in stub for body in CONSTANT_BODIES]
+
+
 def lesson_trials(lesson: str) -> list[Trial]:
     """Every trial the fixtures hold for the lesson: rule breaks, the answers written differently
-    with the released tests, and the fixture students with the hidden tests."""
+    with the released tests, the fixture students and answers that compute nothing with the hidden tests."""
     breaks = break_trials(lesson) if lesson in fixture_lessons("rule_breaks") else []
     different = different_trials(lesson) if lesson in fixture_lessons("different") else []
     students = student_trials(lesson) if lesson in fixture_lessons(*STUDENTS) else []
-    return breaks + different + students
+    return breaks + different + students + constant_trials(lesson)
 
 
 @functools.cache  # one read per process: a test may ask for many trials

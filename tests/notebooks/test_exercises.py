@@ -10,7 +10,9 @@ Per lesson, from tests/fixtures/:
   whose error says <substring>, and a hidden one, which checks the rule again on other data;
 - different, one_rule_wrong and hardcoded: the fixture students. With the hidden tests, as
   autograde runs them, the first keeps every point, the second loses some but not all, and the
-  hard-coder loses more than the student with one rule wrong.
+  hard-coder loses more than the student with one rule wrong;
+- and, from the released stubs, answers that compute nothing (a constant, or a ValueError): they
+  earn no point, as every test cell also checks a case they get wrong.
 
 A lesson's solution runs once per test run in one kernel for all of it (the `tried` fixture,
 nbtools.run_trials): each broken or fixture answer in place of the reference, with the tests after
@@ -28,8 +30,8 @@ import nbformat
 import pytest
 from nbgrader.validator import Validator
 
-from fixture_trials import break_trials, different_trials, reference_answers, rule_breaks
-from nbtools import (STUDENTS, exercises, fixture_answers, fixture_lessons, hidden_test_cells, nbgrader_meta,
+from fixture_trials import break_trials, constant_trials, different_trials, reference_answers, rule_breaks
+from nbtools import (LESSONS, STUDENTS, exercises, fixture_answers, fixture_lessons, hidden_test_cells, nbgrader_meta,
                      notebook_path, points_lost, shown_whole, with_answers)
 
 pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
@@ -99,6 +101,18 @@ def test_fixture_students_rank_as_a_teacher_would(lesson, tried):
     assert lost["different"] == 0, f"{lesson}: a right answer written differently loses {lost['different']:g} points"
     assert 0 < lost["one_rule_wrong"] < total, f"{lesson}: one rule wrong loses {lost['one_rule_wrong']:g} of {total:g}"
     assert lost["hardcoded"] > lost["one_rule_wrong"], f"{lesson}: hard-coding beats an honest answer"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_an_answer_that_computes_nothing_earns_no_point(lesson, tried):
+    solution = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    tests = {e.grade_id: e.tests for e in exercises(solution)}
+    run = tried(lesson)
+    earned = [f"{trial.label}: {[nbgrader_meta(solution.cells[i])['grade_id'] for i in passed]}"
+              for trial in constant_trials(lesson)
+              if (passed := [i for i in tests[trial.grade_id]
+                             if i not in run.failed[trial] and nbgrader_meta(solution.cells[i]).get("points")])]
+    assert not earned, f"test cells of {lesson} give points to answers that compute nothing:\n" + "\n".join(earned)
 
 
 def test_answers_that_read_the_lessons_own_tables_fail_the_fortnight(tried):
