@@ -12,8 +12,9 @@ attack, a dict in a given format) has no shape of its own, so any two would look
 Two normalized answers are compared token by token with difflib.
 An answer is compared with the solution cell, with every other student's answer to the same
 exercise, and function by function with lab_utils (the references later lessons import): the
-functions that are near-copies of library functions count when together they are as long as a
-written answer, so pasting the library's helpers one by one, each short, is found too; a function that
+functions of a student's answers to a lesson that are near-copies of library functions count when
+together they are as long as a written answer, so pasting the library's helpers one by one, each short,
+in one answer or in several, is found too; a long function is a near-copy at a lower bar; a function that
 is a library function verbatim (its names and literals too) counts whatever its length, and so does
 a string that is the pattern of one of the library's regular expressions.
 Blank answers (the released stub, or a body that still raises NotImplementedError) are skipped, and
@@ -60,6 +61,13 @@ MIN_VERBATIM_TOKENS = 40
 # reference's work (lesson 02's _RAW, 70 characters, went unflagged before). Shorter ones, such as
 # lesson 07's words of correction (37), an honest student can write the same.
 MIN_PATTERN_CHARS = 40
+# A function this long is a near-copy of a lab_utils function at the lower bar below: outside students' own
+# functions of this length came no closer to any library function than 0.52, the solutions' own no closer
+# than 0.59 (the library does not write these exercises as the lessons ask for them), while an outside
+# cheater's lesson 01 memory_from_json, the library's renamed and trimmed (two checks dropped, another error
+# class), came to 0.84 and went unflagged at THRESHOLD.
+LONG_FUNCTION_TOKENS = 200
+LONG_FUNCTION_THRESHOLD = 0.75
 # A written answer shorter than this is not compared: a sentence or two can coincide.
 MIN_WRITTEN_WORDS = 30
 
@@ -324,10 +332,10 @@ def _library_patterns() -> dict[str, str]:
     return found
 
 
-def _library_copies(source: str) -> list[tuple[str, float]]:
-    """(dotted name, score) of each lab_utils function that a function of the answer nearly copies,
-    if those functions together are as long as a written answer or one of them is a library function
-    verbatim; else []. A string that is a library pattern is a copy of it whatever the answer's length."""
+def _library_copies(source: str) -> tuple[list[tuple[str, float]], int, bool]:
+    """(dotted name, score) of each lab_utils function that a function of the answer nearly copies; how
+    many tokens those functions of the answer hold; and whether one of them is a library function verbatim,
+    or a string a library pattern: a copy whatever its length."""
     lengths, library, verbatim = _library_functions()
     patterns = _library_patterns()
     copies = [(patterns[node.value], 1.0) for node in ast.walk(_parsed(source))
@@ -341,14 +349,15 @@ def _library_copies(source: str) -> list[tuple[str, float]]:
             copies.append((verbatim[as_written], 1.0))
             copied_tokens, pasted = copied_tokens + len(mine), True
             continue
-        # Two token lists this alike differ in length by a factor under 1.23 (2·shorter / both >= 0.9).
-        nearby = library[bisect.bisect_left(lengths, len(mine) / 1.23):bisect.bisect_right(lengths, len(mine) * 1.23)]
-        score, dotted = max(((similarity(mine, theirs, THRESHOLD), dotted) for dotted, theirs in nearby),
-                            default=(0.0, ""))
-        if score >= THRESHOLD:
+        bar = LONG_FUNCTION_THRESHOLD if len(mine) >= LONG_FUNCTION_TOKENS else THRESHOLD
+        # Two token lists `bar` alike differ in length by a factor under 2 / bar - 1 (2·shorter / both >= bar).
+        reach = 2 / bar - 1
+        nearby = library[bisect.bisect_left(lengths, len(mine) / reach):bisect.bisect_right(lengths, len(mine) * reach)]
+        score, dotted = max(((similarity(mine, theirs, bar), dotted) for dotted, theirs in nearby), default=(0.0, ""))
+        if score >= bar:
             copies.append((dotted, score))
             copied_tokens += len(mine)
-    return copies if pasted or copied_tokens >= MIN_WRITTEN_TOKENS else []
+    return copies, copied_tokens, pasted
 
 
 def near_copies(root: Path, lesson: str) -> dict[str, str]:
@@ -375,13 +384,16 @@ def near_copies(root: Path, lesson: str) -> dict[str, str]:
     solution |= prose
     # student -> the other party -> [(exercise, score)]: one reason per party keeps a row readable.
     reasons: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    # student -> [(exercise, its library copies, their tokens, pasted)], weighed together below.
+    library: dict[str, list[tuple[str, list[tuple[str, float]], int, bool]]] = {}
 
     def flag(student: str, exercise: str, other: str, score: float) -> None:
         reasons.setdefault(student, {}).setdefault(other, []).append((exercise, score))
 
-    def flag_library(student: str, exercise: str, source: str) -> None:
-        if copies := _library_copies(source):
-            flag(student, exercise, ", ".join(dotted for dotted, _ in copies), max(s for _, s in copies))
+    def note_library(student: str, exercise: str, source: str) -> None:
+        copies, copied_tokens, pasted = _library_copies(source)
+        if copies:
+            library.setdefault(student, []).append((exercise, copies, copied_tokens, pasted))
 
     for student, answers in written.items():
         for exercise, (source, mine) in answers.items():
@@ -389,9 +401,15 @@ def near_copies(root: Path, lesson: str) -> dict[str, str]:
             if score >= THRESHOLD:
                 flag(student, exercise, "the reference solution", score)
             elif source is not None:
-                flag_library(student, exercise, source)
-    for student, exercise, source in short:  # a short answer can only be a library function verbatim
-        flag_library(student, exercise, source)
+                note_library(student, exercise, source)
+    for student, exercise, source in short:
+        note_library(student, exercise, source)
+    for student, found in library.items():
+        # Across the lesson: short library functions renamed into several short answers are a copy too.
+        whole = sum(copied_tokens for _, _, copied_tokens, _ in found) >= MIN_WRITTEN_TOKENS
+        for exercise, copies, _, pasted in found:
+            if whole or pasted:
+                flag(student, exercise, ", ".join(dotted for dotted, _ in copies), max(s for _, s in copies))
     for (one, a), (two, b) in itertools.combinations(sorted(written.items()), 2):
         for exercise in sorted(a.keys() & b.keys()):
             score = similarity(a[exercise][1], b[exercise][1], THRESHOLD)

@@ -208,6 +208,53 @@ def test_a_short_answer_that_pastes_a_library_function_as_it_is_is_a_copy(tmp_pa
     assert found == {"max": copied, "ren": copied}
 
 
+def library_source(module, name: str) -> str:
+    tree = ast.parse(source := (ROOT / "lab_utils" / f"{module}.py").read_text())
+    return ast.get_source_segment(source, next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name))
+
+
+def renamed(source: str, names: dict[str, str]) -> str:
+    for old, new in names.items():
+        source = re.sub(rf"\b{old}\b", new, source)
+    return source
+
+
+def test_short_library_functions_renamed_into_several_answers_are_a_copy_together(tmp_path):
+    """An outside cheater pasted lesson 01's top_k into top-k and choose_min_score with threshold_errors into
+    choose-min-score, each renamed, each answer under MIN_WRITTEN_TOKENS: 16/16 unflagged while answers were
+    weighed one by one."""
+    top_k = renamed(library_source("memory", "top_k"), {"ranked": "order", "memory_id": "mid", "pair": "p"})
+    choose = renamed(library_source("memory", "threshold_errors") + "\n\n\n" + library_source("memory", "choose_min_score"),
+                     {"threshold_errors": "_mistakes", "labelled": "rows", "answerable": "ok", "t": "cut"})
+    lengths = [len(similarity.tokens(answer)) for answer in (top_k, choose)]
+    assert max(lengths) < similarity.MIN_WRITTEN_TOKENS <= sum(lengths), "each short, together an answer"
+    released = notebook_path("lessons", LESSON)
+    hand_in(tmp_path, LESSON, {"max": with_answers(released, {"top-k": top_k, "choose-min-score": choose}),
+                               "kim": with_answers(released, {"top-k": top_k})})
+    found = similarity.near_copies(tmp_path, LESSON)
+    assert found == {"max": "near-copy of lab_utils.memory.top_k in top-k (up to 1.00); near-copy of "
+                            "lab_utils.memory.threshold_errors, lab_utils.memory.choose_min_score in choose-min-score "
+                            "(up to 1.00)"}, found
+
+
+def test_a_long_library_function_renamed_and_trimmed_is_a_copy_at_the_long_bar(tmp_path):
+    """An outside cheater renamed lab_utils' memory_from_json, dropped two of its checks and raised ValueError for
+    MemoryFileError: 0.84 alike, unflagged under THRESHOLD; no outside student's own function this long came
+    closer to a library function than 0.52."""
+    library = library_source("memory", "memory_from_json")
+    trimmed = re.sub(r"\n        # JSON may hold a lone surrogate.*?\(a lone surrogate\)\"\)", "", library, flags=re.S)
+    trimmed = re.sub(r"\n    if not _ID\.fullmatch.*?not \{data\['id'\]!r\}\"\)", "", trimmed, flags=re.S)
+    assert "surrogate" not in trimmed and "_ID" not in trimmed, "two checks dropped"
+    trimmed = renamed(trimmed.replace("MemoryFileError", "ValueError").replace("KINDS", "('episode', 'fact')"),
+                      {"data": "obj", "err": "problem", "name": "field", "kind": "typ", "_FIELDS": "_SHAPE"})
+    mine, theirs = similarity.tokens(trimmed), similarity.tokens(library)
+    assert len(mine) >= similarity.LONG_FUNCTION_TOKENS
+    assert similarity.LONG_FUNCTION_THRESHOLD <= similarity.similarity(mine, theirs) < similarity.THRESHOLD
+    hand_in(tmp_path, LESSON, {"max": with_answers(notebook_path("lessons", LESSON), {EXERCISE: FIELDS + trimmed})})
+    found = similarity.near_copies(tmp_path, LESSON)["max"]
+    assert found.startswith(f"near-copy of lab_utils.memory.memory_from_json in {EXERCISE} (up to 0.8"), found
+
+
 def padded(source):
     """The source with a dead store at the top of each block of its functions: an outside tester's `_pad = 0`."""
     return re.sub(r"^((?:def | +).*:\n)( +)", r"\1\2_pad = 0\n\2", source, flags=re.M)
@@ -367,6 +414,8 @@ def test_the_instructors_guide_states_the_bars_in_use():
             "such tokens") in guide
     assert f"a library regular expression of {similarity.MIN_PATTERN_CHARS} characters or more" in guide
     assert f"(at least {similarity.MIN_WRITTEN_WORDS} words)" in guide
+    assert (f"a function of {similarity.LONG_FUNCTION_TOKENS} such tokens or more at least "
+            f"{similarity.LONG_FUNCTION_THRESHOLD:g} alike") in guide
 
 
 def test_a_library_function_is_copied_without_what_a_traceback_hung_on_shared_nodes():
