@@ -105,6 +105,12 @@ def reference(lesson, exercise):
     return graded_cell(solution(ROOT, lesson), exercise).source
 
 
+def library_source(module: str, name: str) -> str:
+    """The source of a top-level function of lab_utils/<module>.py, as written."""
+    tree = ast.parse(source := (ROOT / "lab_utils" / f"{module}.py").read_text())
+    return ast.get_source_segment(source, next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name))
+
+
 def hand_in(root, lesson, notebooks):
     """A course folder with the lesson's solution and release, and these students' notebooks."""
     for folder in ("solutions", "lessons"):
@@ -151,9 +157,7 @@ def test_a_line_put_in_front_hides_no_copy():
 
 
 def test_the_lab_utils_reference_counts_as_a_source(course):
-    library = (ROOT / "lab_utils" / "memory.py").read_text()
-    node = next(n for n in ast.parse(library).body if isinstance(n, ast.FunctionDef) and n.name == "memory_from_json")
-    copied = FIELDS + ast.get_source_segment(library, node)
+    copied = FIELDS + library_source("memory", "memory_from_json")
     submit(course, "bob", LESSON, with_answers(notebook_path("lessons", LESSON), {EXERCISE: copied}))
     assert "near-copy of lab_utils.memory.memory_from_json" in similarity.near_copies(course, LESSON)["bob"]
 
@@ -174,11 +178,10 @@ def test_library_helpers_pasted_one_by_one_are_a_copy_though_each_is_short(tmp_p
     """An outside cheater pasted lab_utils.metrics' recall chain into recall-at-k, function by function,
     each under MIN_WRITTEN_TOKENS: 21/21 unflagged before the functions were counted together."""
     lesson = "04_measuring_recall"
-    library = (ROOT / "lab_utils" / "metrics.py").read_text()
-    chain = ["markers", "_holds", "is_relevant", "hit_any", "_tops", "recall_any_at_k", "recall_at_k"]
-    nodes = {n.name: n for n in ast.parse(library).body if isinstance(n, ast.FunctionDef)}
-    pasted = "\n\n".join(ast.get_source_segment(library, nodes[name]) for name in chain)
-    lengths = [len(similarity.tokens(ast.get_source_segment(library, nodes[name]))) for name in chain]
+    chain = [library_source("metrics", name)
+             for name in ("markers", "_holds", "is_relevant", "hit_any", "_tops", "recall_any_at_k", "recall_at_k")]
+    pasted = "\n\n".join(chain)
+    lengths = [len(similarity.tokens(function)) for function in chain]
     assert max(lengths) < similarity.MIN_WRITTEN_TOKENS <= sum(lengths), "each short, together an answer"
     hand_in(tmp_path, lesson, {"max": with_answers(notebook_path("lessons", lesson), {"recall-at-k": pasted})})
     found = similarity.near_copies(tmp_path, lesson)["max"]
@@ -191,10 +194,8 @@ def test_a_short_answer_that_pastes_a_library_function_as_it_is_is_a_copy(tmp_pa
     unflagged before. Verbatim means its names and literals too, its own name aside (a second one renamed
     it alone): with other names inside, a short answer is not compared."""
     lesson, exercise = "07_reflection_loop", "ineffective-rate"
-    library = (ROOT / "lab_utils" / "reflection" / "records.py").read_text()
-    node = next(n for n in ast.parse(library).body if isinstance(n, ast.FunctionDef) and n.name == "failed_for_real")
-    pasted = ast.get_source_segment(library, node).replace('    """The run failed, and not because of the '
-                                                           'environment: its last error (if any) is real."""\n', "")
+    docstring = '    """The run failed, and not because of the environment: its last error (if any) is real."""\n'
+    pasted = library_source("reflection/records", "failed_for_real").replace(docstring, "")
     rate = ("\n\ndef ineffective_rate(uses):\n    judged = [u for u in uses if u.outcome != 'aborted']\n"
             "    return sum(map(failed_for_real, judged)) / len(judged) if judged else None\n")
     assert similarity.MIN_VERBATIM_TOKENS <= len(similarity.tokens(pasted)) < similarity.MIN_WRITTEN_TOKENS
@@ -206,11 +207,6 @@ def test_a_short_answer_that_pastes_a_library_function_as_it_is_is_a_copy(tmp_pa
     found = similarity.near_copies(tmp_path, lesson)
     copied = f"near-copy of lab_utils.reflection.records.failed_for_real in {exercise} (up to 1.00)"
     assert found == {"max": copied, "ren": copied}
-
-
-def library_source(module, name: str) -> str:
-    tree = ast.parse(source := (ROOT / "lab_utils" / f"{module}.py").read_text())
-    return ast.get_source_segment(source, next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name))
 
 
 def renamed(source: str, names: dict[str, str]) -> str:
@@ -264,9 +260,7 @@ def test_a_library_paste_padded_with_statements_that_do_nothing_is_a_copy(tmp_pa
     """An outside tester pasted lab_utils.proposer.selection's rank and better into lesson 06's answer, which
     was flagged; with `_pad = 0` at the top of each function, it was not."""
     lesson, exercise = "06_proposer_loop", "better"
-    library = (ROOT / "lab_utils" / "proposer" / "selection.py").read_text()
-    nodes = {n.name: n for n in ast.parse(library).body if isinstance(n, ast.FunctionDef)}
-    pasted = padded("\n\n\n".join(ast.get_source_segment(library, nodes[name]) for name in ("rank", "better")))
+    pasted = padded("\n\n\n".join(library_source("proposer/selection", name) for name in ("rank", "better")))
     assert pasted.count("_pad = 0") == 4
     hand_in(tmp_path, lesson, {"pad": with_answers(notebook_path("lessons", lesson), {exercise: pasted})})
     copied = "lab_utils.proposer.selection.rank, lab_utils.proposer.selection.better"
