@@ -1,6 +1,10 @@
 """Long loops show progress, except under nbgrader and in tests, where outputs must not change."""
 
+import re
+
+import nbformat
 import pytest
+from nbclient import NotebookClient
 
 from lab_utils.progress import progress
 
@@ -14,3 +18,17 @@ def test_a_bar_only_where_outputs_may_change(env, shown, monkeypatch, capsys):
         monkeypatch.setenv(name, value)
     assert list(progress(range(5), "grid")) == list(range(5))
     assert ("grid" in capsys.readouterr().err) == shown
+
+
+def test_a_notebook_keeps_what_was_done_in_place_of_the_bar(monkeypatch):
+    """A widget left in a saved notebook shows its first state (0%) wherever it is opened without its
+    widgets; what replaces it says how far the loop got."""
+    monkeypatch.delenv("LAB_PROGRESS")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from lab_utils.progress import progress\nfor n in progress(range(3), 'grid'):\n    print(n)")])
+    NotebookClient(nb, kernel_name="python3").execute()
+    outputs = nb.cells[0].outputs
+    shown = [out["data"] for out in outputs if out["output_type"] == "display_data"]
+    assert len(shown) == 1 and list(shown[0]) == ["text/plain"], f"a widget is left in the notebook: {shown}"
+    assert re.fullmatch(r"grid: 3 done in \d\d:\d\d", shown[0]["text/plain"])
+    assert "".join(out.get("text", "") for out in outputs) == "0\n1\n2\n", "the loop's own output is kept"
