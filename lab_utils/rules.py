@@ -293,12 +293,13 @@ def remember(store: MemoryStore, text: str, kind: str, source: str, verified: bo
 
     "stored m-005", "rejected: unverified claim", "duplicate of m-002, skipped",
     "stored m-201 (cap 200: evicted m-001, the oldest episode)" or
-    "rejected: cap 200 reached and facts are never evicted". Bad input (unknown kind, blank
-    text, no source, a lone surrogate, a non-bool verified) raises ValueError and stores nothing.
+    "rejected: cap 200 reached and facts are never evicted". A fact whose verified is false in any
+    way is rejected; other bad input (unknown kind, blank text, no source, a lone surrogate, a
+    verified that is no bool) raises ValueError and stores nothing.
     """
-    _check_input(text, kind, source, verified)
-    if kind == "fact" and not verified:
+    if kind == "fact" and not verified:  # the gate first, as lesson 03 states it: None and 0 reject a fact too
         return REJECTED_UNVERIFIED
+    _check_input(text, kind, source, verified)
     text = redact(text)
     duplicate = find_duplicate(store, text)
     if duplicate is not None:

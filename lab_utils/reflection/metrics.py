@@ -26,6 +26,10 @@ def _rate(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def suggest(row: dict) -> tuple[str, str]:
     """('keep' | 'revise' | 'retire' | 'wait', why) for one metrics row."""
     used, shown = row["invocations"], row["impressions"]
@@ -36,7 +40,7 @@ def suggest(row: dict) -> tuple[str, str]:
     if shown >= MIN_IMPRESSIONS and (row["invocation_rate"] or 0) < RETIRE_BELOW:
         return "retire", f"offered {shown} times, opened {used}: useless or described so nobody knows when"
     if used < MIN_INVOCATIONS and shown < MIN_IMPRESSIONS:
-        return "wait", f"too little evidence ({shown} impressions, {used} invocations)"
+        return "wait", f"too little evidence ({_counted(shown, 'impression')}, {_counted(used, 'invocation')})"
     return "keep", "used, and its results stand"
 
 

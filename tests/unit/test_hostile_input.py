@@ -424,6 +424,9 @@ ROWS = [
     row("remember-verified-1", remembering(kind="fact", verified=1), ValueError,
         "verified must be True or False, not 1"),
     row("remember-verified-none", remembering(verified=None), ValueError, "verified must be True or False"),
+    # A fact whose verified is false in any way is an unverified claim, as lesson 03 states the gate.
+    row("remember-fact-verified-none", remembering(kind="fact", verified=None), ACCEPTED, "rejected: unverified claim"),
+    row("remember-fact-verified-0", remembering(kind="fact", verified=0), ACCEPTED, "rejected: unverified claim"),
     row("remember-1mb-text", remembering(text=WIDE), ACCEPTED, "stored m-003"),
     row("remember-256kb-token", remembering_within(1.0, TOKEN), ACCEPTED, "stored m-003"),
     row("remember-lone-surrogate", remembering(text="t-9310: export \ud800 empty"), ValueError, "text"),
