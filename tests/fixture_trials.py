@@ -104,6 +104,44 @@ def constant_trials(lesson: str) -> list[Trial]:
             for grade_id, stub in stubs.items() if "def " in stub for body in CONSTANT_BODIES]
 
 
+# lab_utils' own versions of exercises that keep other rules than their exercise on purpose, and why.
+GOES_FURTHER = {"lab_utils.rules.find_pii": "it finds phones beyond exercise 2's rules, as lesson 02 says"}
+# A test's guard: the function, then the first reference it may not call, or a tuple of them by name.
+GUARDED = re.compile(r'own_implementation\((\w+), (?:["\'](lab_utils\.[\w.]+)["\']|\*(\w+))')
+
+
+def twins(lesson: str) -> dict[str, dict[str, str]]:
+    """grade_id -> {name: dotted path}: for each function an exercise's answer defines, the reference its tests
+    name first when they guard it, where that reference has the same name: lab_utils' own version of the
+    exercise, which the lesson calls the reference. It must keep the rules the exercise states (but GOES_FURTHER)."""
+    solution = nbformat.read(notebook_path("solutions", lesson), as_version=4)
+    text = "\n".join(cell.source for cell in solution.cells)
+    found = {}
+    for exercise in exercises(solution):
+        guarded = {}
+        for name, dotted, references in GUARDED.findall("".join(solution.cells[i].source for i in exercise.tests)):
+            if references:  # the tuple's first string
+                dotted = re.search(rf'^{references} = \(\s*["\'](lab_utils\.[\w.]+)', text, re.M)[1]
+            guarded.setdefault(name, dotted)
+        pairs = {name: dotted for name, dotted in guarded.items()
+                 if dotted.endswith(f".{name}") and dotted not in GOES_FURTHER}
+        if pairs:
+            found[exercise.grade_id] = pairs
+    return found
+
+
+def twin_trials(lesson: str) -> list[Trial]:
+    """Each exercise answered by lab_utils' own version (twins), with the hidden tests. The tests' guard against
+    calling the reference is switched off for it, and stays off for the rest of the run: run these alone."""
+    reference = reference_answers(lesson)
+    unguarded = ("import contextlib\n\n"
+                 "own_implementation = lambda *args, **kwargs: contextlib.nullcontext()  # the answer is the reference\n")
+    return [Trial(grade_id, reference[grade_id] + "\n" + unguarded
+                  + "".join(f"from {dotted.rsplit('.', 1)[0]} import {name}\n" for name, dotted in pairs.items()),
+                  f"{grade_id} answered by {', '.join(pairs.values())}")
+            for grade_id, pairs in twins(lesson).items()]
+
+
 def lesson_trials(lesson: str) -> list[Trial]:
     """Every trial the fixtures hold for the lesson: rule breaks, the answers written differently
     with the released tests, the fixture students and answers that compute nothing with the hidden tests."""

@@ -14,6 +14,9 @@ Per lesson, from tests/fixtures/:
 - and, from the released stubs, answers that compute nothing (a constant, or a ValueError): they
   earn no point, as every test cell also checks a case they get wrong.
 
+lab_utils' own version of an exercise, which the lesson calls the reference, passes that exercise's
+tests (fixture_trials.twins), in a run of its own.
+
 A lesson's solution runs once per test run in one kernel for all of it (the `tried` fixture,
 nbtools.run_trials): each broken or fixture answer in place of the reference, with the tests after
 it, released or hidden; the reference runs again after each. A broken answer's cells run only until a
@@ -30,9 +33,10 @@ import nbformat
 import pytest
 from nbgrader.validator import Validator
 
-from fixture_trials import break_trials, constant_trials, different_trials, reference_answers, rule_breaks
+from fixture_trials import (break_trials, constant_trials, different_trials, reference_answers, rule_breaks,
+                            twin_trials, twins)
 from nbtools import (LESSONS, STUDENTS, exercises, fixture_answers, fixture_lessons, hidden_test_cells, nbgrader_meta,
-                     notebook_path, points_lost, shown_whole, with_answers)
+                     notebook_path, points_lost, run_trials, shown_whole, with_answers)
 
 pytestmark = pytest.mark.slow  # minutes, not seconds: started first (conftest.py)
 
@@ -145,3 +149,11 @@ def test_validate_passes_answers_written_differently(lesson, offline):
     result = validate(path)
     failed = "\n\n".join(f["raw_error"] for f in result.get("failed", []))
     assert result == {}, f"Validate fails on correct answers written differently:\n{failed or result}"
+
+
+@pytest.mark.parametrize("lesson", [lesson for lesson in LESSONS if twins(lesson)])
+def test_lab_utils_own_version_of_an_exercise_keeps_its_rules(lesson, offline, tmp_path):
+    """Later lessons run on lab_utils' version: a rule it broke would teach one thing and do another."""
+    run = run_trials(lesson, tmp_path / lesson, twin_trials(lesson))
+    failed = {trial.label: list(texts.values()) for trial, texts in run.failed.items() if texts}
+    assert not failed, failed
