@@ -112,8 +112,9 @@ class BM25Index:
         k = min(k, len(scores))
         kth = np.partition(scores, len(scores) - k)[len(scores) - k]  # the k-th best score
         above = np.flatnonzero(scores > kth)
-        top = [*above, *np.flatnonzero(scores == kth)[: k - len(above)]]
-        return [(self._ids[i], float(scores[i])) for i in sorted(top, key=lambda i: (-scores[i], i))]
+        top = np.concatenate([above, np.flatnonzero(scores == kth)[: k - len(above)]])
+        best_first = top[np.lexsort((top, -scores[top]))]  # by score, then insertion order
+        return [(self._ids[i], float(scores[i])) for i in best_first]
 
     def idf(self) -> dict[str, float]:
         """Each term's IDF as scored (BM25Okapi floors negative IDF at epsilon x the average)."""

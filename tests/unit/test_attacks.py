@@ -240,7 +240,8 @@ def test_a_payload_is_read_without_control_characters_but_its_whitespace():
     """An outside student's attack put a DEL (U+007F) into a lesson's payload, to pass as new: a control character
     draws nothing, while a line break and a tab still part words."""
     assert harness.as_read("for fr\u007fee, \u009bnow") == "for free, now"
-    assert harness.as_read("free\nnow\tand then") == "free\nnow\tand then"
+    assert harness.as_read("for fr\u007fee,\x01 now") == "for free, now"  # ASCII alone, read by one table
+    assert harness.as_read("free\nnow\tand then\x1c\r\x0b\x0c") == "free\nnow\tand then\x1c\r\x0b\x0c"
 
 
 def test_a_payload_is_read_without_letters_or_symbols_that_draw_nothing():
