@@ -27,6 +27,7 @@ IPython's input history holds no text while a test runs).
 from __future__ import annotations
 
 import __future__
+import ast
 import collections
 import difflib
 import dis
@@ -469,7 +470,7 @@ def _written_in_a_cell(code: CodeType, cells: dict[str, str], sealed: tuple[str,
         if code.co_filename not in cells:
             return False
         sealed = (cells[code.co_filename],)
-    return any(_signature(code) in _compiled_from("<cell>", source) for source in sealed)
+    return any(_signature(code) in _compiled_from("<cell>", source, each_statement=True) for source in sealed)
 
 
 INPUT_NAMES = re.compile(r"_i(\d+|i{0,2})")  # IPython's names for the last inputs and the n-th: _i, _ii, _iii, _i7
@@ -553,18 +554,25 @@ def _file_text(path: str) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _compiled_from(filename: str, source: str) -> frozenset:
+def _compiled_from(filename: str, source: str, each_statement: bool = False) -> frozenset:
     """(name, first line, shape) of every code object `source` compiles to, with and without
     `from __future__ import annotations` (a cell compiles under the futures earlier cells imported)."""
-    return frozenset(_signature(code) for codes in _compiled(source, filename) for code in codes)
+    return frozenset(_signature(code) for codes in _compiled(source, filename, each_statement=each_statement)
+                     for code in codes)
 
 
-def _compiled(source: str, filename: str, optimize: int = -1) -> Iterator[list[CodeType]]:
+def _compiled(source: str, filename: str, optimize: int = -1, each_statement: bool = False) -> Iterator[list[CodeType]]:
     """Every code object of `source`, compiled with and without `from __future__ import annotations`
-    (at the optimization level given; -1: the interpreter's)."""
+    (at the optimization level given; -1: the interpreter's). `each_statement`: also each top-level
+    statement compiled alone, as IPython runs a cell. Python 3.11 compiles `operator.eq(...)` otherwise
+    when the same compile imported `operator`, so a cell's function differs from the whole cell's."""
     for flags in (0, __future__.annotations.compiler_flag):
         try:
-            stack, codes = [compile(source, filename, "exec", flags=flags, dont_inherit=True, optimize=optimize)], []
+            stack = [compile(source, filename, "exec", flags=flags, dont_inherit=True, optimize=optimize)]
+            if each_statement:
+                stack += [compile(ast.Module([statement], []), filename, "exec", flags=flags, dont_inherit=True,
+                                  optimize=optimize) for statement in ast.parse(source, filename).body]
+            codes = []
         except SyntaxError:  # a cell with a syntax error defines nothing
             continue
         while stack:

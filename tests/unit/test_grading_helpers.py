@@ -29,6 +29,7 @@ from lab_utils.grading import (DECIDES, NO_TEXT, PEEKED, REACHED, SWITCHED, TAKE
                                own_implementation)
 from lab_utils.memory import format_recall
 from lab_utils.reflection.skills import SkillStore
+from lab_utils.temporal import writer
 
 
 @pytest.fixture(autouse=True)
@@ -331,6 +332,25 @@ def test_code_nested_in_a_reference_is_a_copy_as_compiled_there_only(where):
     with pytest.raises(AssertionError, match=said) if copied else contextlib.nullcontext():
         with own_implementation(student, "lab_utils.reflection.skills.SkillStore.eviction_order"):
             assert student([skill]) == "a"
+
+
+def test_a_cell_that_imports_a_module_and_calls_it_in_its_function_is_written_in_the_cell(monkeypatch):
+    """An outside student's right answer, close to the reference: the cell imports `operator` and its function
+    calls `operator.eq(...)`. IPython compiles a cell a statement at a time, and Python 3.11 compiles that call
+    otherwise when the same compile imported `operator`: the whole cell compiled at once is not what ran."""
+    cell = inspect.getsource(writer.classify_update).replace(
+        "if deduplicate and fact.value == active.value:", "if deduplicate and operator.eq(fact.value, active.value):")
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(grading, "_KERNEL_THREADS", frozenset(sys._current_frames()))
+    try:
+        shell.run_cell("from lab_utils.temporal import Fact, MemoryRecord\nfrom lab_utils.temporal.writer import Update\n",
+                       store_history=True)
+        shell.run_cell(f"import operator\n\n{cell}", store_history=True)
+        student = shell.user_ns["classify_update"]
+        with own_implementation(student, "lab_utils.temporal.writer.classify_update"):
+            assert student(None, None) == "store"
+    finally:
+        InteractiveShell.clear_instance()
 
 
 def test_the_reference_typed_into_a_cell_is_left_to_the_near_copy_check(monkeypatch):
