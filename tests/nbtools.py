@@ -219,8 +219,15 @@ class Kernel:
         original = self.nb.cells[index]
         cell = nbformat.from_dict({**original, "source": original.source if source is None else source})
         if cell.cell_type == "code":
-            self.client.execute_cell(cell, index)
-            self.nb.cells[index] = original  # nbclient stores the cell it ran in the notebook
+            # nbclient updates a display (a progress bar) through the notebook's cell: the one running.
+            self.nb.cells[index] = cell
+            try:
+                self.client.execute_cell(cell, index)
+            finally:
+                self.nb.cells[index] = original
+            # The original holds none of the outputs the cell displayed: an update sent later (a bar's
+            # summary, when a loop left unfinished is closed) must not look for them there.
+            self.client.clear_display_id_mapping(index)
         return cell
 
     def run_cells(self, start: int, stop: int) -> dict[int, dict]:

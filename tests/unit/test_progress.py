@@ -32,3 +32,20 @@ def test_a_notebook_keeps_what_was_done_in_place_of_the_bar(monkeypatch):
     assert len(shown) == 1 and list(shown[0]) == ["text/plain"], f"a widget is left in the notebook: {shown}"
     assert re.fullmatch(r"grid: 3 done in \d\d:\d\d", shown[0]["text/plain"])
     assert "".join(out.get("text", "") for out in outputs) == "0\n1\n2\n", "the loop's own output is kept"
+
+
+def test_the_suites_kernel_runs_cells_again_with_bars_in_them(monkeypatch, tmp_path):
+    """tests/nbtools.Kernel (the trials, `make grading-strength`) runs a copy of a cell, and runs cells again:
+    a bar's summary replaces the bar in the cell that runs, and one sent after its cell ran (a loop left
+    unfinished, closed later) finds no outputs gone with the cell's copy."""
+    from nbtools import Kernel
+
+    monkeypatch.delenv("LAB_PROGRESS")
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from lab_utils.progress import progress\nlist(progress(range(3), 'grid'))"),
+        nbformat.v4.new_code_cell("loop = progress(range(3), 'grid')\nnext(loop)"),
+        nbformat.v4.new_code_cell("loop.close()\nprint('closed')")])
+    with Kernel(nb, tmp_path) as kernel:
+        ran = [kernel.run(index) for index in (0, 0, 1, 2)]
+    assert all(out["output_type"] != "error" for cell in ran for out in cell.outputs)
+    assert "grid: 3 done in" in str(ran[1].outputs) and "closed" in str(ran[3].outputs)
